@@ -1,0 +1,72 @@
+import type { Db } from '../db/database.js'
+import { type AccountRecord, accountsRepo, tokensRepo } from '../db/repositories.js'
+import type { ScopeCatalog } from '../scopes/catalog.js'
+import type { Principal } from '../tokens/principal.js'
+import { isoTime } from '../tokens/rules.js'
+import type { TokenService, TokenView } from '../tokens/service.js'
+
+/** Usernames travel in token payloads; this alphabet keeps their base64 free of `-` and `_`. */
+export const usernamePattern = /^[a-z0-9][a-z0-9_-]{0,31}$/
+
+export class AccountError extends Error {}
+
+export class AccountService {
+  constructor(
+    private readonly db: Db,
+    private readonly catalog: ScopeCatalog,
+    private readonly tokens: TokenService,
+  ) {}
+
+  find(username: string): Promise<AccountRecord | undefined> {
+    return usernamePattern.test(username)
+      ? accountsRepo.find(this.db, username)
+      : Promise.resolve(undefined)
+  }
+
+  /** Creates an account with its default public token, in one transaction. */
+  async create(
+    username: string,
+    plan = this.catalog.defaultPlan,
+    features: string[] = [],
+  ): Promise<AccountRecord & { defaultToken: TokenView }> {
+    if (!usernamePattern.test(username)) {
+      throw new AccountError(
+        'username must be 1-32 characters of a-z, 0-9, _ and -, starting with a letter or digit',
+      )
+    }
+    if (!this.catalog.hasPlan(plan)) throw new AccountError(`no such plan: ${plan}`)
+    for (const f of features) {
+      if (!this.catalog.hasFeature(f)) throw new AccountError(`no such feature: ${f}`)
+    }
+    const account: AccountRecord = {
+      username,
+      plan,
+      features: [...new Set(features)],
+      created: isoTime(this.tokens.now()),
+    }
+    const publicScopes = this.catalog
+      .availableTo(account.plan, account.features)
+      .filter((s) => s.public)
+      .map((s) => s.id)
+    const token = this.tokens.newRecord(account, {
+      note: 'Default public token',
+      scopes: publicScopes,
+      allowedUrls: null,
+      isDefault: true,
+    })
+    await this.db.transaction().execute(async (trx) => {
+      if (await accountsRepo.find(trx, username)) {
+        throw new AccountError(`account ${username} already exists`)
+      }
+      await accountsRepo.insert(trx, account)
+      await tokensRepo.insert(trx, token)
+    })
+    return { ...account, defaultToken: this.tokens.view(token, true) }
+  }
+
+  /** The account holder: may use every scope available to the account (dashboard, CLI). */
+  holder(account: AccountRecord): Principal {
+    const scopes = this.catalog.availableTo(account.plan, account.features).map((s) => s.id)
+    return { usage: 'sk', username: account.username, scopes: new Set(scopes) }
+  }
+}

@@ -1,0 +1,124 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyServerOptions } from 'fastify'
+import Fastify from 'fastify'
+import type { AppContext } from './context.js'
+import { ApiError } from './errors.js'
+import { guard, rateLimitHeaders } from './http/guard.js'
+import { openapi } from './http/openapi.js'
+import { retrieveRoute } from './http/routes/retrieve.js'
+import { scopeRoutes } from './http/routes/scopes.js'
+import { tokenRoutes } from './http/routes/tokens.js'
+import { validatorCompiler } from './http/validation.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The origin written into Link headers: PUBLIC_URL, or https://HOST:<listening port>. */
+    readonly publicUrl: string
+  }
+}
+
+/** Hides the value of `access_token` so that no log line ever holds a token string. */
+export const redactUrl = (url: string) => url.replace(/([?&]access_token=)[^&#]*/gi, '$1[redacted]')
+
+/** A repeated query parameter takes its first value; malformed escapes are kept as given. */
+export function parseQuery(query: string): Record<string, string> {
+  const out: Record<string, string> = Object.create(null)
+  for (const [key, value] of new URLSearchParams(query)) if (!(key in out)) out[key] = value
+  return out
+}
+
+const exposed = ['Link', ...rateLimitHeaders].join(', ')
+
+export interface AppOptions {
+  logger?: FastifyServerOptions['logger']
+  https?: { cert: Buffer; key: Buffer }
+}
+
+export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInstance {
+  const { http } = ctx.config
+  const app = Fastify({
+    logger: options.logger ?? false,
+    // Fastify's types make `https` select a different server type; the app is the same.
+    ...(options.https ? { https: options.https } : {}),
+    trustProxy: http.trustProxy,
+    bodyLimit: 1024 * 1024,
+    routerOptions: {
+      ignoreTrailingSlash: true,
+      ignoreDuplicateSlashes: true,
+      querystringParser: parseQuery,
+    },
+    // A URL the router cannot even decode names no user and no token.
+    frameworkErrors: (_error, _request, reply) => {
+      const notFound = new ApiError('notFound')
+      ;(reply as FastifyReply)
+        .code(notFound.statusCode)
+        .header('Access-Control-Allow-Origin', '*')
+        .send(notFound.toJSON())
+    },
+  }) as unknown as FastifyInstance
+
+  app.decorate('publicUrl', {
+    getter() {
+      if (http.publicUrl) return http.publicUrl
+      const address = app.server.address()
+      const port = typeof address === 'object' && address !== null ? address.port : http.port
+      return `https://${http.host.includes(':') ? `[${http.host}]` : http.host}:${port}`
+    },
+  })
+  app.decorateRequest('principal', null)
+  app.decorateRequest('account', null)
+  app.setValidatorCompiler(validatorCompiler)
+
+  // Every body is read as JSON, whatever its declared type; an empty body is no body.
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
+    if (body === '') return done(null, undefined)
+    try {
+      done(null, JSON.parse(body as string))
+    } catch {
+      done(new ApiError('invalidResources', 'the body is not valid JSON'), undefined)
+    }
+  })
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('Access-Control-Allow-Origin', '*')
+    reply.header('Access-Control-Expose-Headers', exposed)
+    if (http.trustProxy && request.headers['x-forwarded-proto'] !== 'https') {
+      throw new ApiError('httpsRequired')
+    }
+  })
+  app.addHook('onRequest', guard(ctx))
+
+  app.options('*', async (request, reply) => {
+    reply
+      .code(204)
+      .header('Access-Control-Allow-Methods', 'GET, POST, PATCH, DELETE, OPTIONS')
+      .header(
+        'Access-Control-Allow-Headers',
+        request.headers['access-control-request-headers'] ?? 'Content-Type',
+      )
+      .header('Access-Control-Max-Age', '86400')
+      .send()
+  })
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof ApiError) return reply.code(error.statusCode).send(error.toJSON())
+    // Fastify's own refusals of a body (too large, unreadable) are the contract's 422.
+    if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+      const invalid = new ApiError('invalidResources', error.message)
+      return reply.code(invalid.statusCode).send(invalid.toJSON())
+    }
+    request.log.error({ err: error }, 'unhandled error')
+    const internal = new ApiError('internal')
+    return reply.code(internal.statusCode).send(internal.toJSON())
+  })
+  app.setNotFoundHandler(async (_request, reply) => {
+    const notFound = new ApiError('notFound')
+    return reply.code(notFound.statusCode).send(notFound.toJSON())
+  })
+
+  openapi(app, { version: '0.1.0' })
+  retrieveRoute(app, ctx)
+  tokenRoutes(app, ctx)
+  scopeRoutes(app, ctx)
+  return app
+}

@@ -1,0 +1,144 @@
+import { existsSync, readFileSync } from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseEnv } from 'node:util'
+
+/** Every environment variable Tessera reads, as given. Nothing below context.ts reads process.env. */
+export interface Env {
+  PORT?: string
+  HOST?: string
+  DATA_DIR?: string
+  TLS_CERT?: string
+  TLS_KEY?: string
+  TRUST_PROXY?: string
+  PUBLIC_URL?: string
+  SIGNING_KEYS?: string
+  SCOPES_FILE?: string
+  DATABASE_URL?: string
+  DATABASE_POOL_SIZE?: string
+  REDIS_URL?: string
+  RATE_LIMIT_PER_MINUTE?: string
+  LOG_LEVEL?: string
+}
+
+const names: (keyof Env)[] = [
+  'PORT',
+  'HOST',
+  'DATA_DIR',
+  'TLS_CERT',
+  'TLS_KEY',
+  'TRUST_PROXY',
+  'PUBLIC_URL',
+  'SIGNING_KEYS',
+  'SCOPES_FILE',
+  'DATABASE_URL',
+  'DATABASE_POOL_SIZE',
+  'REDIS_URL',
+  'RATE_LIMIT_PER_MINUTE',
+  'LOG_LEVEL',
+]
+
+/** Reads the process environment, with `.env` in the working directory filling unset names. */
+export function readEnv(source: NodeJS.ProcessEnv = process.env, dotenv = '.env'): Env {
+  const fromFile = existsSync(dotenv) ? parseEnv(readFileSync(dotenv, 'utf8')) : {}
+  const env: Env = {}
+  for (const name of names) {
+    const value = source[name] ?? fromFile[name]
+    if (value !== undefined && value !== '') env[name] = value
+  }
+  return env
+}
+
+export interface Config {
+  http: {
+    host: string
+    port: number
+    trustProxy: boolean
+    /** Origin written into Link headers; undefined means https://HOST:<listening port>. */
+    publicUrl?: string
+    tls?: { cert: string; key: string }
+  }
+  dataDir: string
+  db: { kind: 'sqlite'; file: string } | { kind: 'postgres'; url: string; poolSize: number }
+  redisUrl?: string
+  scopesFile: string
+  signingKeys?: string
+  rateLimitPerMinute: number
+  logLevel: string
+}
+
+export class ConfigError extends Error {}
+
+const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
+
+function integer(name: string, value: string | undefined, fallback: number, min: number, max: number) {
+  if (value === undefined) return fallback
+  const n = Number(value)
+  if (!/^\d+$/.test(value) || n < min || n > max) {
+    throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got "${value}"`)
+  }
+  return n
+}
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+/** The package root, whether running from src/ (tests) or dist/src/ (build). */
+export const packageRoot = path.resolve(here, here.endsWith(path.join('dist', 'src')) ? '../..' : '..')
+export const defaultScopesFile = path.join(packageRoot, 'catalog', 'default.yaml')
+
+/** Applies defaults and cross-field checks; throws ConfigError with a one-line reason. */
+export function toConfig(env: Env): Config {
+  const host = env.HOST ?? '127.0.0.1'
+  const port = integer('PORT', env.PORT, 8443, 0, 65535)
+  const dataDir = path.resolve(env.DATA_DIR ?? './data')
+  if ((env.TLS_CERT === undefined) !== (env.TLS_KEY === undefined)) {
+    throw new ConfigError('TLS_CERT and TLS_KEY must be given together')
+  }
+  if (env.TRUST_PROXY !== undefined && !['0', '1', 'true', 'false'].includes(env.TRUST_PROXY)) {
+    throw new ConfigError(`TRUST_PROXY must be 1 or 0, got "${env.TRUST_PROXY}"`)
+  }
+  let publicUrl: string | undefined
+  if (env.PUBLIC_URL !== undefined) {
+    let url: URL
+    try {
+      url = new URL(env.PUBLIC_URL)
+    } catch {
+      throw new ConfigError(`PUBLIC_URL is not a URL: "${env.PUBLIC_URL}"`)
+    }
+    if (url.protocol !== 'https:') throw new ConfigError('PUBLIC_URL must be an https:// URL')
+    publicUrl = env.PUBLIC_URL.replace(/\/+$/, '')
+  }
+  let db: Config['db'] = { kind: 'sqlite', file: path.join(dataDir, 'tessera.db') }
+  if (env.DATABASE_URL !== undefined) {
+    if (!/^postgres(ql)?:\/\//.test(env.DATABASE_URL)) {
+      throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://')
+    }
+    db = {
+      kind: 'postgres',
+      url: env.DATABASE_URL,
+      poolSize: integer('DATABASE_POOL_SIZE', env.DATABASE_POOL_SIZE, 10, 1, 1000),
+    }
+  }
+  if (env.REDIS_URL !== undefined && !/^rediss?:\/\//.test(env.REDIS_URL)) {
+    throw new ConfigError('REDIS_URL must start with redis:// or rediss://')
+  }
+  const logLevel = env.LOG_LEVEL ?? 'info'
+  if (!logLevels.includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${logLevels.join(', ')}`)
+  }
+  return {
+    http: {
+      host,
+      port,
+      trustProxy: env.TRUST_PROXY === '1' || env.TRUST_PROXY === 'true',
+      publicUrl,
+      tls: env.TLS_CERT && env.TLS_KEY ? { cert: env.TLS_CERT, key: env.TLS_KEY } : undefined,
+    },
+    dataDir,
+    db,
+    redisUrl: env.REDIS_URL,
+    scopesFile: env.SCOPES_FILE ?? defaultScopesFile,
+    signingKeys: env.SIGNING_KEYS,
+    rateLimitPerMinute: integer('RATE_LIMIT_PER_MINUTE', env.RATE_LIMIT_PER_MINUTE, 100, 1, 1e9),
+    logLevel,
+  }
+}

@@ -1,0 +1,50 @@
+import type { Config } from './config.js'
+import { AccountService } from './accounts/service.js'
+import { createDatabase, type Db, migrateToLatest } from './db/database.js'
+import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js'
+import { ScopeCatalog } from './scopes/catalog.js'
+import { Keyring } from './tokens/keyring.js'
+import { TokenService } from './tokens/service.js'
+
+/** Every dependency, built once from config. Tests pass overrides instead of patching globals. */
+export interface AppContext {
+  config: Config
+  db: Db
+  keyring: Keyring
+  catalog: ScopeCatalog
+  tokens: TokenService
+  accounts: AccountService
+  rateLimiter: RateLimiter
+  close(): Promise<void>
+}
+
+export interface Overrides {
+  now?: () => number
+  rateLimiter?: RateLimiter
+  db?: Db
+}
+
+export async function createContext(config: Config, overrides: Overrides = {}): Promise<AppContext> {
+  const keyring = config.signingKeys
+    ? Keyring.fromEnv(config.signingKeys)
+    : Keyring.fromDataDir(config.dataDir)
+  const catalog = ScopeCatalog.fromFile(config.scopesFile)
+  const db = overrides.db ?? createDatabase(config.db)
+  await migrateToLatest(db)
+  const tokens = new TokenService({ db, keyring, catalog, now: overrides.now })
+  const accounts = new AccountService(db, catalog, tokens)
+  const rateLimiter = overrides.rateLimiter ?? new MemoryRateLimiter(config.rateLimitPerMinute)
+  return {
+    config,
+    db,
+    keyring,
+    catalog,
+    tokens,
+    accounts,
+    rateLimiter,
+    async close() {
+      await rateLimiter.close()
+      await db.destroy()
+    },
+  }
+}

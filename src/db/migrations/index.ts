@@ -1,0 +1,11 @@
+import type { Migration, MigrationProvider } from 'kysely'
+import * as initial from './0001-initial.js'
+
+/** Registered explicitly (no globbing) so that they survive bundling. Append only. */
+const migrations: Record<string, Migration> = {
+  '0001-initial': initial,
+}
+
+export const migrationProvider: MigrationProvider = {
+  getMigrations: async () => migrations,
+}

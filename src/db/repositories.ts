@@ -1,0 +1,134 @@
+import type { Kysely, Selectable } from 'kysely'
+import type { AccountsTable, Database, TokensTable } from './schema.js'
+
+type Executor = Kysely<Database>
+
+export interface AccountRecord {
+  username: string
+  plan: string
+  features: string[]
+  created: string
+}
+
+export interface TokenRecord {
+  id: string
+  username: string
+  usage: 'pk' | 'sk'
+  isDefault: boolean
+  note: string
+  scopes: string[]
+  allowedUrls: string[] | null
+  scopeless: boolean
+  keyId: string
+  created: string
+  modified: string
+}
+
+export type SortBy = 'created' | 'modified'
+
+export interface ListFilter {
+  username: string
+  usage?: 'pk' | 'sk'
+  isDefault?: boolean
+  sortby: SortBy
+  /** Keyset position: rows strictly after (timestamp, id) in the listing's order. */
+  after?: { at: string; id: string }
+  limit: number
+}
+
+const toAccount = (row: Selectable<AccountsTable>): AccountRecord => ({
+  username: row.username,
+  plan: row.plan,
+  features: JSON.parse(row.features),
+  created: row.created,
+})
+
+const toToken = (row: Selectable<TokensTable>): TokenRecord => ({
+  id: row.id,
+  username: row.username,
+  usage: row.usage,
+  isDefault: row.is_default === 1,
+  note: row.note,
+  scopes: JSON.parse(row.scopes),
+  allowedUrls: row.allowed_urls === null ? null : JSON.parse(row.allowed_urls),
+  scopeless: row.scopeless === 1,
+  keyId: row.key_id,
+  created: row.created,
+  modified: row.modified,
+})
+
+const fromToken = (t: TokenRecord): TokensTable => ({
+  id: t.id,
+  username: t.username,
+  usage: t.usage,
+  is_default: t.isDefault ? 1 : 0,
+  note: t.note,
+  scopes: JSON.stringify(t.scopes),
+  allowed_urls: t.allowedUrls === null ? null : JSON.stringify(t.allowedUrls),
+  scopeless: t.scopeless ? 1 : 0,
+  key_id: t.keyId,
+  created: t.created,
+  modified: t.modified,
+})
+
+export const accountsRepo = {
+  async insert(db: Executor, a: AccountRecord): Promise<void> {
+    await db
+      .insertInto('accounts')
+      .values({ ...a, features: JSON.stringify(a.features) })
+      .execute()
+  },
+
+  async find(db: Executor, username: string): Promise<AccountRecord | undefined> {
+    const row = await db
+      .selectFrom('accounts')
+      .selectAll()
+      .where('username', '=', username)
+      .executeTakeFirst()
+    return row && toAccount(row)
+  },
+}
+
+export const tokensRepo = {
+  async insert(db: Executor, t: TokenRecord): Promise<void> {
+    await db.insertInto('tokens').values(fromToken(t)).execute()
+  },
+
+  async insertMany(db: Executor, ts: TokenRecord[]): Promise<void> {
+    if (ts.length > 0) await db.insertInto('tokens').values(ts.map(fromToken)).execute()
+  },
+
+  async find(db: Executor, id: string): Promise<TokenRecord | undefined> {
+    const row = await db.selectFrom('tokens').selectAll().where('id', '=', id).executeTakeFirst()
+    return row && toToken(row)
+  },
+
+  async update(db: Executor, t: TokenRecord): Promise<void> {
+    const { id, username, ...changes } = fromToken(t)
+    await db.updateTable('tokens').set(changes).where('id', '=', id).execute()
+  },
+
+  async delete(db: Executor, username: string, id: string): Promise<boolean> {
+    const result = await db
+      .deleteFrom('tokens')
+      .where('id', '=', id)
+      .where('username', '=', username)
+      .executeTakeFirst()
+    return result.numDeletedRows > 0n
+  },
+
+  async list(db: Executor, f: ListFilter): Promise<TokenRecord[]> {
+    const column = f.sortby
+    const direction = f.sortby === 'created' ? 'asc' : 'desc'
+    let q = db.selectFrom('tokens').selectAll().where('username', '=', f.username)
+    if (f.usage !== undefined) q = q.where('usage', '=', f.usage)
+    if (f.isDefault !== undefined) q = q.where('is_default', '=', f.isDefault ? 1 : 0)
+    const after = f.after
+    if (after !== undefined) {
+      const op = direction === 'asc' ? '>' : '<'
+      q = q.where((eb) => eb(eb.refTuple(column, 'id'), op, eb.tuple(after.at, after.id)))
+    }
+    const rows = await q.orderBy(column, direction).orderBy('id', direction).limit(f.limit).execute()
+    return rows.map(toToken)
+  },
+}

@@ -1,0 +1,28 @@
+/** Row types. Lists are JSON text and booleans 0/1 integers, the same on SQLite and PostgreSQL. */
+export interface AccountsTable {
+  username: string
+  plan: string
+  features: string
+  created: string
+}
+
+export interface TokensTable {
+  id: string
+  username: string
+  usage: 'pk' | 'sk'
+  is_default: number
+  note: string
+  scopes: string
+  /** JSON list, or null when the token has no URL restriction. */
+  allowed_urls: string | null
+  /** 1 when created with no scopes: such a token may never be given any. */
+  scopeless: number
+  key_id: string
+  created: string
+  modified: string
+}
+
+export interface Database {
+  accounts: AccountsTable
+  tokens: TokensTable
+}

@@ -1,0 +1,47 @@
+import type { FastifyInstance } from 'fastify'
+import type { AppContext } from '../../context.js'
+import { ApiError } from '../../errors.js'
+import type { ParsedToken } from '../../tokens/codec.js'
+import { isoTime } from '../../tokens/rules.js'
+import { accessToken, rateLimit } from '../guard.js'
+import { AccessTokenQuery, errorResponses, Validation } from '../schemas.js'
+
+/** The parsed token body of retrieve (specification 2.5). */
+function tokenBody(parsed: ParsedToken) {
+  if (parsed.usage !== 'tk') {
+    const { u, a } = parsed.payload
+    return { usage: parsed.usage, user: u, authorization: typeof a === 'string' ? a : undefined }
+  }
+  const { u, exp, iat, scopes, client } = parsed.payload
+  return {
+    usage: 'tk',
+    user: u,
+    expires: isoTime(exp * 1000),
+    created: isoTime(iat * 1000),
+    scopes,
+    client,
+  }
+}
+
+export function retrieveRoute(app: FastifyInstance, ctx: AppContext) {
+  app.get(
+    '/tokens/v2',
+    {
+      schema: {
+        summary: 'Retrieve and validate a token',
+        querystring: AccessTokenQuery,
+        response: { 200: Validation, ...errorResponses(422, 429) },
+      },
+    },
+    async (request, reply) => {
+      const token = accessToken(request)
+      const validation = token === undefined ? undefined : await ctx.tokens.validate(token)
+      const key =
+        validation?.code === 'TokenValid' ? `user:${validation.principal.username}` : `ip:${request.ip}`
+      await rateLimit(ctx, reply, key)
+      if (validation === undefined) throw new ApiError('accessTokenRequired')
+      if (validation.code === 'TokenMalformed') return { code: validation.code }
+      return { code: validation.code, token: tokenBody(validation.parsed) }
+    },
+  )
+}

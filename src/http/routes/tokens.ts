@@ -1,0 +1,130 @@
+import type { Static } from '@sinclair/typebox'
+import { Type } from '@sinclair/typebox'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { AppContext } from '../../context.js'
+import type { AccountRecord } from '../../db/repositories.js'
+import { ApiError } from '../../errors.js'
+import type { Principal } from '../../tokens/principal.js'
+import {
+  CreateBody,
+  errorResponses,
+  ListQuery,
+  TemporaryToken,
+  TokenIdParams,
+  TokenObject,
+  UpdateBody,
+  UsernameParams,
+} from '../schemas.js'
+
+const authErrors = errorResponses(401, 404, 422, 429)
+
+/** The guard has run: an authenticated route always has both. */
+const caller = (request: FastifyRequest) => ({
+  principal: request.principal as Principal,
+  account: request.account as AccountRecord,
+})
+
+export function tokenRoutes(app: FastifyInstance, ctx: AppContext) {
+  app.get(
+    '/tokens/v2/:username',
+    {
+      config: { scope: 'tokens:read' },
+      schema: {
+        summary: 'List tokens',
+        params: UsernameParams,
+        querystring: ListQuery,
+        response: { 200: Type.Array(TokenObject), ...authErrors },
+      },
+    },
+    async (request, reply) => {
+      const { account } = caller(request)
+      const q = request.query as Static<typeof ListQuery>
+      const query = {
+        usage: q.usage,
+        isDefault: q.default === undefined ? undefined : q.default === 'true',
+        limit: q.limit === undefined ? 100 : Number(q.limit),
+        sortby: q.sortby ?? 'created',
+        start: q.start,
+      }
+      const { items, next } = await ctx.tokens.list(account, query)
+      if (next !== undefined) {
+        const link = new URLSearchParams({ limit: String(query.limit), start: next })
+        if (q.sortby !== undefined) link.set('sortby', q.sortby)
+        if (q.usage !== undefined) link.set('usage', q.usage)
+        if (q.default !== undefined) link.set('default', q.default)
+        const base = ctx.config.http.publicUrl ?? app.publicUrl
+        reply.header('Link', `<${base}/tokens/v2/${account.username}?${link}>; rel="next"`)
+      }
+      return items
+    },
+  )
+
+  app.post(
+    '/tokens/v2/:username',
+    {
+      config: { scope: 'tokens:write' },
+      schema: {
+        summary: 'Create a token, or a temporary token when the body has expires',
+        params: UsernameParams,
+        body: CreateBody,
+        response: { 200: Type.Union([TokenObject, TemporaryToken]), ...authErrors },
+      },
+      // The kind of token decides what it may create; checked before the body is validated.
+      preValidation: async (request) => {
+        const { principal } = caller(request)
+        const body = request.body
+        const temporary = typeof body === 'object' && body !== null && 'expires' in body
+        if (!temporary && principal.usage !== 'sk') {
+          throw new ApiError('notFound', 'only a secret token may create a permanent token')
+        }
+        if (temporary && principal.usage === 'pk') {
+          throw new ApiError('notFound', 'a public token may not create temporary tokens')
+        }
+      },
+    },
+    async (request) => {
+      const { principal, account } = caller(request)
+      const body = request.body as Static<typeof CreateBody>
+      if (body.expires !== undefined) {
+        return ctx.tokens.createTemporary(account, principal, { ...body, expires: body.expires })
+      }
+      return ctx.tokens.create(account, principal, body)
+    },
+  )
+
+  app.patch(
+    '/tokens/v2/:username/:token_id',
+    {
+      config: { scope: 'tokens:write' },
+      schema: {
+        summary: 'Update a token',
+        params: TokenIdParams,
+        body: UpdateBody,
+        response: { 200: TokenObject, ...authErrors },
+      },
+    },
+    async (request) => {
+      const { principal, account } = caller(request)
+      const { token_id } = request.params as Static<typeof TokenIdParams>
+      return ctx.tokens.update(account, principal, token_id, request.body as Static<typeof UpdateBody>)
+    },
+  )
+
+  app.delete(
+    '/tokens/v2/:username/:token_id',
+    {
+      config: { scope: 'tokens:write' },
+      schema: {
+        summary: 'Delete a token',
+        params: TokenIdParams,
+        response: { 204: Type.Null(), ...authErrors },
+      },
+    },
+    async (request, reply) => {
+      const { account } = caller(request)
+      const { token_id } = request.params as Static<typeof TokenIdParams>
+      await ctx.tokens.remove(account, token_id)
+      return reply.code(204).send()
+    },
+  )
+}

@@ -1,0 +1,111 @@
+import { type TSchema, Type } from '@sinclair/typebox'
+import { errorTable } from '../errors.js'
+import { maxAllowedUrls, maxNoteLength, maxUrlLength } from '../tokens/rules.js'
+
+/**
+ * Route schemas. They validate input (a failing field answers with its `errorMessage`, a
+ * message of the contract's table), serialize output (a field not listed here can never reach a
+ * client) and generate the OpenAPI document.
+ */
+
+const message = (kind: keyof typeof errorTable) => ({ errorMessage: errorTable[kind][1] })
+const resources = message('invalidResources')
+
+export const ErrorBody = Type.Object({
+  message: Type.String(),
+  details: Type.Optional(Type.String()),
+})
+
+export const AccessTokenQuery = Type.Object({
+  access_token: Type.Optional(Type.String({ description: 'The access token' })),
+})
+
+export const UsernameParams = Type.Object({ username: Type.String() })
+export const TokenIdParams = Type.Object({ username: Type.String(), token_id: Type.String() })
+
+export const ListQuery = Type.Object({
+  access_token: Type.Optional(Type.String()),
+  usage: Type.Optional(Type.Union([Type.Literal('pk'), Type.Literal('sk')], message('badUsage'))),
+  default: Type.Optional(
+    Type.Union([Type.Literal('true'), Type.Literal('false')], message('badDefault')),
+  ),
+  limit: Type.Optional(
+    Type.String({ pattern: '^0*([1-9][0-9]?|100)$', ...message('badLimit') }),
+  ),
+  sortby: Type.Optional(
+    Type.Union([Type.Literal('created'), Type.Literal('modified')], message('badSortby')),
+  ),
+  start: Type.Optional(Type.String(message('badStart'))),
+})
+
+const Note = Type.String({ maxLength: maxNoteLength, ...resources })
+const Scopes = Type.Array(Type.String(resources), resources)
+const AllowedUrls = Type.Array(Type.String({ maxLength: maxUrlLength, ...resources }), {
+  maxItems: maxAllowedUrls,
+  ...resources,
+})
+
+/** One body for both creates: the presence of `expires` selects a temporary token. */
+export const CreateBody = Type.Object(
+  {
+    note: Type.Optional(Note),
+    scopes: Type.Optional(Scopes),
+    allowedUrls: Type.Optional(AllowedUrls),
+    expires: Type.Optional(Type.String({ ...resources, description: 'Makes a temporary token' })),
+  },
+  resources,
+)
+
+export const UpdateBody = Type.Object(
+  {
+    note: Type.Optional(Note),
+    scopes: Type.Optional(Scopes),
+    allowedUrls: Type.Optional(Type.Union([AllowedUrls, Type.Null()], resources)),
+  },
+  resources,
+)
+
+export const TokenObject = Type.Object({
+  id: Type.String(),
+  usage: Type.String(),
+  client: Type.String(),
+  default: Type.Boolean(),
+  scopes: Type.Array(Type.String()),
+  note: Type.String(),
+  created: Type.String(),
+  modified: Type.String(),
+  allowedUrls: Type.Optional(Type.Array(Type.String())),
+  token: Type.Optional(Type.String()),
+})
+
+export const TemporaryToken = Type.Object({
+  token: Type.String(),
+  issued_at: Type.String(),
+  expires: Type.String(),
+  expires_in: Type.Integer(),
+})
+
+export const Validation = Type.Object({
+  code: Type.String(),
+  token: Type.Optional(
+    Type.Object({
+      usage: Type.String(),
+      user: Type.String(),
+      authorization: Type.Optional(Type.String()),
+      expires: Type.Optional(Type.String()),
+      created: Type.Optional(Type.String()),
+      scopes: Type.Optional(Type.Array(Type.String())),
+      client: Type.Optional(Type.String()),
+    }),
+  ),
+})
+
+export const ScopeObject = Type.Object({
+  id: Type.String(),
+  description: Type.String(),
+  public: Type.Optional(Type.Boolean()),
+})
+
+/** Error responses every authenticated route may give. */
+export const errorResponses = (...statuses: number[]): Record<number, TSchema> =>
+  Object.fromEntries(statuses.map((s) => [s, ErrorBody]))

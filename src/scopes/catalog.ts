@@ -1,0 +1,106 @@
+import { readFileSync } from 'node:fs'
+import { parse as parseYaml } from 'yaml'
+import { ConfigError } from '../config.js'
+
+export interface Scope {
+  id: string
+  description: string
+  public: boolean
+}
+
+interface Grant {
+  scopes: string[]
+}
+
+/** Scope ids travel in token payloads; this alphabet keeps their base64 free of `-` and `_`. */
+export const scopeIdPattern = /^[a-z0-9:._-]{1,64}$/
+
+/**
+ * The scope catalog (CONTRACT.md section 6): scopes, and plans and features naming the scopes
+ * they enable. Loaded once; lookups are by precomputed maps.
+ */
+export class ScopeCatalog {
+  readonly defaultPlan: string
+  private readonly scopes: Map<string, Scope>
+  private readonly plans: Map<string, Grant>
+  private readonly features: Map<string, Grant>
+  private readonly available = new Map<string, Scope[]>()
+
+  constructor(doc: unknown, source = 'scope catalog') {
+    const bad = (why: string) => new ConfigError(`${source}: ${why}`)
+    if (!isRecord(doc)) throw bad('must be an object with scopes, plans and features')
+    if (!Array.isArray(doc.scopes)) throw bad('scopes must be a list')
+    this.scopes = new Map()
+    for (const s of doc.scopes) {
+      if (!isRecord(s) || typeof s.id !== 'string' || !scopeIdPattern.test(s.id)) {
+        throw bad(`scope ids must match ${scopeIdPattern}: ${JSON.stringify(s)}`)
+      }
+      if (typeof s.description !== 'string') throw bad(`scope ${s.id} needs a description`)
+      if (s.public !== undefined && typeof s.public !== 'boolean') {
+        throw bad(`scope ${s.id}: public must be true or false`)
+      }
+      if (this.scopes.has(s.id)) throw bad(`scope ${s.id} is listed twice`)
+      this.scopes.set(s.id, { id: s.id, description: s.description, public: s.public === true })
+    }
+    this.plans = this.grants(doc.plans, 'plans', bad)
+    this.features = this.grants(doc.features ?? {}, 'features', bad)
+    const defaultPlan = doc.defaultPlan ?? this.plans.keys().next().value
+    if (typeof defaultPlan !== 'string' || !this.plans.has(defaultPlan)) {
+      throw bad('defaultPlan must name a plan')
+    }
+    this.defaultPlan = defaultPlan
+  }
+
+  static fromFile(file: string): ScopeCatalog {
+    let text: string
+    try {
+      text = readFileSync(file, 'utf8')
+    } catch {
+      throw new ConfigError(`SCOPES_FILE cannot be read: ${file}`)
+    }
+    let doc: unknown
+    try {
+      doc = file.endsWith('.json') ? JSON.parse(text) : parseYaml(text)
+    } catch (err) {
+      throw new ConfigError(`${file} is not valid YAML or JSON: ${(err as Error).message}`)
+    }
+    return new ScopeCatalog(doc, file)
+  }
+
+  hasPlan = (plan: string) => this.plans.has(plan)
+  hasFeature = (feature: string) => this.features.has(feature)
+  get = (id: string) => this.scopes.get(id)
+
+  /** The scopes an account may use, in catalog order. Cached per plan and feature set. */
+  availableTo(plan: string, features: readonly string[]): Scope[] {
+    const key = `${plan}|${features.join(',')}`
+    let list = this.available.get(key)
+    if (list === undefined) {
+      const ids = new Set(this.plans.get(plan)?.scopes)
+      for (const f of features) for (const id of this.features.get(f)?.scopes ?? []) ids.add(id)
+      list = [...this.scopes.values()].filter((s) => ids.has(s.id))
+      this.available.set(key, list)
+    }
+    return list
+  }
+
+  private grants(value: unknown, what: string, bad: (why: string) => Error): Map<string, Grant> {
+    if (!isRecord(value)) throw bad(`${what} must be a mapping of names to { scopes: [...] }`)
+    const out = new Map<string, Grant>()
+    for (const [name, grant] of Object.entries(value)) {
+      if (!isRecord(grant) || !Array.isArray(grant.scopes)) throw bad(`${what}.${name} needs scopes`)
+      const scopes = (grant.scopes as unknown[]).flat(2)
+      for (const id of scopes) {
+        if (typeof id !== 'string' || !this.scopes.has(id)) {
+          throw bad(`${what}.${name} names an unknown scope: ${String(id)}`)
+        }
+      }
+      out.set(name, { scopes: scopes as string[] })
+    }
+    return out
+  }
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}

@@ -1,0 +1,12 @@
+import type { Usage } from './codec.js'
+
+/** The validated token a request is made with: who it acts for and what it may do. */
+export interface Principal {
+  usage: Usage
+  username: string
+  scopes: ReadonlySet<string>
+  /** pk and sk: the token's id. */
+  tokenId?: string
+  /** tk: expiry in epoch seconds. */
+  exp?: number
+}

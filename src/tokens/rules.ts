@@ -1,0 +1,82 @@
+import { fail } from '../errors.js'
+import type { Scope, ScopeCatalog } from '../scopes/catalog.js'
+import type { Principal } from './principal.js'
+
+/** Input rules shared by create, create temporary and update. Pure: no I/O. */
+
+export const maxNoteLength = 1024
+export const maxAllowedUrls = 100
+export const maxUrlLength = 2048
+
+// Scheme optional; host (optionally `*.`-prefixed) of DNS labels or an IPv4 address; optional
+// port; optional path. The same shape the web map libraries match a page's URL against.
+const urlShape =
+  /^(?:https?:\/\/)?(?:\*\.)?[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*(?::(\d{1,5}))?(?:\/\S*)?$/i
+
+/** Trims, checks and de-duplicates allowed URLs; null and [] mean "no restriction". */
+export function normalizeAllowedUrls(urls: readonly string[] | null | undefined): string[] | null {
+  if (urls === null || urls === undefined) return null
+  if (urls.length > maxAllowedUrls) {
+    fail('invalidResources', `allowedUrls may hold at most ${maxAllowedUrls} entries`)
+  }
+  const out = new Set<string>()
+  for (const raw of urls) {
+    const url = raw.trim()
+    const port = urlShape.exec(url)?.[1]
+    if (url.length > maxUrlLength || !urlShape.test(url) || (port && Number(port) > 65535)) {
+      fail('invalidResources', 'every allowedUrls entry must be a URL or host name of at most 2048 characters')
+    }
+    out.add(url)
+  }
+  return out.size === 0 ? null : [...out]
+}
+
+export const dedupe = (scopes: readonly string[]) => [...new Set(scopes)]
+
+/**
+ * Every requested scope must be available to the account and held by the authorizing token
+ * (scopes only ever narrow). Returns the catalog entries, de-duplicated.
+ */
+export function checkScopes(
+  requested: readonly string[],
+  available: readonly Scope[],
+  principal: Principal,
+  catalog: ScopeCatalog,
+): Scope[] {
+  const availableIds = new Set(available.map((s) => s.id))
+  return dedupe(requested).map((id) => {
+    const scope = catalog.get(id)
+    if (scope === undefined || !availableIds.has(id)) {
+      return fail('invalidScopes', `${JSON.stringify(id)} is not available to this account`)
+    }
+    if (!principal.scopes.has(id)) {
+      return fail('invalidScopes', `the authorizing token does not hold ${id}`)
+    }
+    return scope
+  })
+}
+
+const timestampShape =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:?\d{2})?$/
+
+/** RFC 3339 / ISO 8601 with Z, an offset, or no zone (UTC); epoch milliseconds or undefined. */
+export function parseTimestamp(value: string): number | undefined {
+  const m = timestampShape.exec(value)
+  if (m === null) return undefined
+  const [, y, mo, d, h, mi, s, frac = '', zone = 'Z'] = m
+  const iso = `${y}-${mo}-${d}T${h}:${mi}:${s}${frac.slice(0, 4)}`
+  const ms = Date.parse(`${iso}Z`)
+  // Date.parse rolls 31 February over into March; a real date survives the round trip.
+  if (Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 19) !== iso.slice(0, 19)) {
+    return undefined
+  }
+  if (zone === 'Z' || zone === 'z') return ms
+  const sign = zone[0] === '-' ? -1 : 1
+  const digits = zone.slice(1).replace(':', '')
+  const hours = Number(digits.slice(0, 2))
+  const minutes = Number(digits.slice(2))
+  if (hours > 23 || minutes > 59) return undefined
+  return ms - sign * (hours * 60 + minutes) * 60_000
+}
+
+export const isoTime = (ms: number) => new Date(ms).toISOString()
