@@ -1,0 +1,72 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../src/app.js'
+import { type Env, toConfig } from '../src/config.js'
+import { type AppContext, createContext } from '../src/context.js'
+import type { AccountRecord } from '../src/db/repositories.js'
+import type { TokenView } from '../src/tokens/service.js'
+
+export interface Harness {
+  ctx: AppContext
+  app: FastifyInstance
+  dir: string
+  clock: { now: number }
+  alice: AccountRecord
+  bob: AccountRecord
+  /** A token of `username` created by its holder, with these scopes. */
+  token(username: string, scopes: string[], extra?: { note?: string; allowedUrls?: string[] }): Promise<TokenView & { token: string }>
+  close(): Promise<void>
+}
+
+export const T0 = Date.parse('2026-11-22T12:00:00.000Z')
+
+export async function harness(env: Env = {}): Promise<Harness> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'tessera-test-'))
+  const clock = { now: T0 }
+  const config = toConfig({ DATA_DIR: dir, RATE_LIMIT_PER_MINUTE: '100000', ...env })
+  const ctx = await createContext(config, { now: () => clock.now })
+  const app = buildApp(ctx)
+  await app.ready()
+  const alice = await ctx.accounts.create('alice')
+  const bob = await ctx.accounts.create('bob')
+  return {
+    ctx,
+    app,
+    dir,
+    clock,
+    alice,
+    bob,
+    async token(username, scopes, extra = {}) {
+      const account = await ctx.accounts.find(username)
+      if (!account) throw new Error(`no account ${username}`)
+      const view = await ctx.tokens.create(account, ctx.accounts.holder(account), { scopes, ...extra })
+      return view as TokenView & { token: string }
+    },
+    async close() {
+      await app.close()
+      await ctx.close()
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+export const all = ['tokens:read', 'tokens:write', 'scopes:list']
+
+/** `app.inject` with the access token in the query and a JSON body. */
+export async function call(
+  app: FastifyInstance,
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+  url: string,
+  token?: string,
+  body?: unknown,
+) {
+  const sep = url.includes('?') ? '&' : '?'
+  const res = await app.inject({
+    method,
+    url: token === undefined ? url : `${url}${sep}access_token=${encodeURIComponent(token)}`,
+    ...(body === undefined ? {} : { payload: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+  })
+  return { status: res.statusCode, body: res.body === '' ? undefined : res.json(), headers: res.headers }
+}
