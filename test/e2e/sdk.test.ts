@@ -1,0 +1,95 @@
+import { readFileSync } from 'node:fs'
+import https from 'node:https'
+import { createRequire } from 'node:module'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type ServerProcess, startServer, tessera } from './server.js'
+
+const require = createRequire(import.meta.url)
+const mbxTokens = require('@mapbox/mapbox-sdk/services/tokens')
+
+let server: ServerProcess
+let holder: { token: string; id: string }
+
+beforeAll(async () => {
+  server = await startServer()
+  // The SDK (got) uses Node's global agent: trust the certificate generated on first start.
+  https.globalAgent.options.ca = readFileSync(server.certFile)
+  // The CLI works on the same data while the server runs.
+  await tessera(server.env, 'account', 'create', 'sdkuser')
+  holder = await tessera(server.env, 'token', 'create', 'sdkuser', '--scopes', 'tokens:read,tokens:write,scopes:list,styles:read,styles:write', '--note', 'e2e')
+})
+afterAll(async () => {
+  await server?.stop()
+})
+
+const client = (accessToken: string) => mbxTokens({ accessToken, origin: server.url })
+
+describe('the @mapbox/mapbox-sdk tokens client', () => {
+  it('lists tokens, creates pk and sk, updates, retrieves, deletes and lists scopes', async () => {
+    const tokens = client(holder.token)
+    const listed = await tokens.listTokens().send()
+    expect(listed.statusCode).toBe(200)
+    expect(listed.body.map((t: { note: string }) => t.note)).toEqual(['Default public token', 'e2e'])
+
+    const pk = await tokens.createToken({ note: 'public', scopes: ['styles:read'], allowedUrls: ['https://example.com'] }).send()
+    expect(pk.body).toMatchObject({ usage: 'pk', note: 'public', scopes: ['styles:read'], allowedUrls: ['https://example.com'] })
+    const sk = await tokens.createToken({ note: 'secret', scopes: ['styles:write'] }).send()
+    expect(sk.body).toMatchObject({ usage: 'sk', scopes: ['styles:write'] })
+
+    const updated = await tokens.updateToken({ tokenId: pk.body.id, note: 'renamed', allowedUrls: null }).send()
+    expect(updated.body.note).toBe('renamed')
+    expect(updated.body.allowedUrls).toBeUndefined()
+
+    const retrieved = await client(pk.body.token).getToken().send()
+    expect(retrieved.body).toEqual({ code: 'TokenValid', token: { usage: 'pk', user: 'sdkuser', authorization: pk.body.id } })
+
+    const deleted = await tokens.deleteToken({ tokenId: sk.body.id }).send()
+    expect(deleted.statusCode).toBe(204)
+    const revoked = await client(sk.body.token).getToken().send()
+    expect(revoked.body.code).toBe('TokenRevoked')
+
+    const scopes = await tokens.listScopes().send()
+    expect(scopes.body).toContainEqual({ id: 'styles:read', description: 'Read styles', public: true })
+  })
+
+  it('creates a temporary token that the SDK can use', async () => {
+    const expires = new Date(Date.now() + 10 * 60_000)
+    const res = await client(holder.token).createTemporaryToken({ expires, scopes: ['tokens:read'] }).send()
+    expect(res.statusCode).toBe(200)
+    expect(res.body.expires).toBe(new Date(Math.floor(expires.getTime() / 1000) * 1000).toISOString())
+    const listed = await client(res.body.token).listTokens().send()
+    expect(listed.statusCode).toBe(200)
+  })
+
+  it('pages through nextPage()', async () => {
+    const tokens = client(holder.token)
+    for (let i = 0; i < 5; i++) await tokens.createToken({ note: `page ${i}`, scopes: [] }).send()
+    const all = (await tokens.listTokens().send()).body.map((t: { id: string }) => t.id)
+    const seen: string[] = []
+    let request = tokens.listTokens()
+    request.query = { limit: 3 }
+    let response = await request.send()
+    let pages = 1
+    seen.push(...response.body.map((t: { id: string }) => t.id))
+    while (response.hasNextPage()) {
+      response = await response.nextPage().send()
+      seen.push(...response.body.map((t: { id: string }) => t.id))
+      pages++
+    }
+    expect(seen).toEqual(all)
+    expect(pages).toBe(Math.ceil(all.length / 3))
+  })
+
+  it('surfaces contract errors as MapiError with the message', async () => {
+    const err = await client(holder.token)
+      .createToken({ scopes: ['user:write'] })
+      .send()
+      .catch((e: unknown) => e)
+    expect(err).toMatchObject({ statusCode: 422, message: 'scopes are invalid' })
+  })
+
+  it('never writes a token string into the request log', async () => {
+    expect(server.output()).toContain('access_token=[redacted]')
+    expect(server.output()).not.toMatch(/(pk|sk|tk)\.eyJ/)
+  })
+})

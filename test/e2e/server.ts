@@ -1,0 +1,65 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { promisify } from 'node:util'
+
+const root = path.resolve(import.meta.dirname, '../..')
+const run = promisify(execFile)
+
+export interface ServerProcess {
+  url: string
+  certFile: string
+  env: NodeJS.ProcessEnv
+  output: () => string
+  stop(): Promise<void>
+}
+
+/** Starts the built server (`node dist/src/server.js`) on a random port. */
+export async function startServer(extraEnv: Record<string, string> = {}): Promise<ServerProcess> {
+  const dataDir = extraEnv.DATA_DIR ?? mkdtempSync(path.join(tmpdir(), 'tessera-e2e-'))
+  const env = { ...process.env, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', ...extraEnv }
+  const child: ChildProcess = spawn(process.execPath, [path.join(root, 'dist/src/server.js')], { env, cwd: dataDir })
+  let out = ''
+  child.stdout?.on('data', (d) => {
+    out += d
+  })
+  child.stderr?.on('data', (d) => {
+    out += d
+  })
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 20_000)
+    const poll = setInterval(() => {
+      const m = /Tessera is listening on (\S+)/.exec(out)
+      if (m?.[1]) {
+        clearTimeout(timer)
+        clearInterval(poll)
+        resolve(m[1])
+      }
+    }, 20)
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      clearInterval(poll)
+      reject(new Error(`server exited with ${code}:\n${out}`))
+    })
+  })
+  const certFile = /TLS certificate: (\S+)/.exec(out)?.[1] ?? ''
+  return {
+    url,
+    certFile,
+    env,
+    output: () => out,
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve()
+        child.once('exit', () => resolve())
+        child.kill('SIGTERM')
+      }),
+  }
+}
+
+/** Runs `tessera` (bin/tessera.js) with the server's environment; parses its JSON output. */
+export async function tessera(env: NodeJS.ProcessEnv, ...args: string[]) {
+  const { stdout } = await run(process.execPath, [path.join(root, 'bin/tessera.js'), ...args], { env, cwd: env.DATA_DIR })
+  return JSON.parse(stdout)
+}
