@@ -71,7 +71,13 @@ export class ConfigError extends Error {}
 
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
 
-function integer(name: string, value: string | undefined, fallback: number, min: number, max: number) {
+function integer(
+  name: string,
+  value: string | undefined,
+  fallback: number,
+  min: number,
+  max: number,
+) {
   if (value === undefined) return fallback
   const n = Number(value)
   if (!/^\d+$/.test(value) || n < min || n > max) {
@@ -82,7 +88,10 @@ function integer(name: string, value: string | undefined, fallback: number, min:
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 /** The package root, whether running from src/ (tests) or dist/src/ (build). */
-export const packageRoot = path.resolve(here, here.endsWith(path.join('dist', 'src')) ? '../..' : '..')
+export const packageRoot = path.resolve(
+  here,
+  here.endsWith(path.join('dist', 'src')) ? '../..' : '..',
+)
 export const defaultScopesFile = path.join(packageRoot, 'catalog', 'default.yaml')
 
 /** Applies defaults and cross-field checks; throws ConfigError with a one-line reason. */

@@ -1,5 +1,5 @@
-import type { Config } from './config.js'
 import { AccountService } from './accounts/service.js'
+import type { Config } from './config.js'
 import { createDatabase, type Db, migrateToLatest } from './db/database.js'
 import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js'
 import { ScopeCatalog } from './scopes/catalog.js'
@@ -24,7 +24,10 @@ export interface Overrides {
   db?: Db
 }
 
-export async function createContext(config: Config, overrides: Overrides = {}): Promise<AppContext> {
+export async function createContext(
+  config: Config,
+  overrides: Overrides = {},
+): Promise<AppContext> {
   const keyring = config.signingKeys
     ? Keyring.fromEnv(config.signingKeys)
     : Keyring.fromDataDir(config.dataDir)

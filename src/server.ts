@@ -71,7 +71,9 @@ export async function serve(config: Config): Promise<void> {
   say('Get a first token:')
   say('  npx tessera account create alice')
   say('  npx tessera token create alice --scopes tokens:read,tokens:write,scopes:list')
-  say(`  curl --cacert ${running.certFile ?? '<cert>'} "${running.url}/tokens/v2/alice?access_token=<token>"`)
+  say(
+    `  curl --cacert ${running.certFile ?? '<cert>'} "${running.url}/tokens/v2/alice?access_token=<token>"`,
+  )
   say()
   let closing = false
   const shutdown = (signal: string) => {

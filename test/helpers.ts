@@ -16,7 +16,11 @@ export interface Harness {
   alice: AccountRecord
   bob: AccountRecord
   /** A token of `username` created by its holder, with these scopes. */
-  token(username: string, scopes: string[], extra?: { note?: string; allowedUrls?: string[] }): Promise<TokenView & { token: string }>
+  token(
+    username: string,
+    scopes: string[],
+    extra?: { note?: string; allowedUrls?: string[] },
+  ): Promise<TokenView & { token: string }>
   close(): Promise<void>
 }
 
@@ -41,7 +45,10 @@ export async function harness(env: Env = {}): Promise<Harness> {
     async token(username, scopes, extra = {}) {
       const account = await ctx.accounts.find(username)
       if (!account) throw new Error(`no account ${username}`)
-      const view = await ctx.tokens.create(account, ctx.accounts.holder(account), { scopes, ...extra })
+      const view = await ctx.tokens.create(account, ctx.accounts.holder(account), {
+        scopes,
+        ...extra,
+      })
       return view as TokenView & { token: string }
     },
     async close() {
@@ -66,7 +73,13 @@ export async function call(
   const res = await app.inject({
     method,
     url: token === undefined ? url : `${url}${sep}access_token=${encodeURIComponent(token)}`,
-    ...(body === undefined ? {} : { payload: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+    ...(body === undefined
+      ? {}
+      : { payload: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
   })
-  return { status: res.statusCode, body: res.body === '' ? undefined : res.json(), headers: res.headers }
+  return {
+    status: res.statusCode,
+    body: res.body === '' ? undefined : res.json(),
+    headers: res.headers,
+  }
 }

@@ -61,8 +61,12 @@ async function run(argv: string[]): Promise<void> {
     }
     if (command === 'token' && sub === 'create' && arg !== undefined) {
       const account = await ctx.accounts.find(arg)
-      if (account === undefined) throw new UsageError(`no such account: ${arg}`)
-      const scopes = values.scopes?.split(',').map((s) => s.trim()).filter((s) => s !== '') ?? []
+      if (account === undefined) throw new AccountError(`no such account: ${arg}`)
+      const scopes =
+        values.scopes
+          ?.split(',')
+          .map((s) => s.trim())
+          .filter((s) => s !== '') ?? []
       const token = await ctx.tokens.create(account, ctx.accounts.holder(account), {
         scopes,
         note: values.note,
@@ -88,7 +92,9 @@ export async function main(argv = process.argv.slice(2)): Promise<number> {
       err instanceof ApiError ||
       (err as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION'
     const text =
-      err instanceof ApiError && err.details ? `${err.message}: ${err.details}` : (err as Error).message
+      err instanceof ApiError && err.details
+        ? `${err.message}: ${err.details}`
+        : (err as Error).message
     process.stderr.write(`tessera: ${known ? text : (err as Error).stack}\n`)
     return err instanceof UsageError ? 2 : 1
   }

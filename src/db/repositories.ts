@@ -128,7 +128,11 @@ export const tokensRepo = {
       const op = direction === 'asc' ? '>' : '<'
       q = q.where((eb) => eb(eb.refTuple(column, 'id'), op, eb.tuple(after.at, after.id)))
     }
-    const rows = await q.orderBy(column, direction).orderBy('id', direction).limit(f.limit).execute()
+    const rows = await q
+      .orderBy(column, direction)
+      .orderBy('id', direction)
+      .limit(f.limit)
+      .execute()
     return rows.map(toToken)
   },
 }

@@ -63,7 +63,10 @@ function build(operations: Operation[], version: string) {
       responses[status] =
         status === '204'
           ? { description: 'No content' }
-          : { description: status, content: { 'application/json': { schema: clean(s as TSchema) } } }
+          : {
+              description: status,
+              content: { 'application/json': { schema: clean(s as TSchema) } },
+            }
     }
     paths[op.path] ??= {}
     ;(paths[op.path] as Record<string, unknown>)[op.method] = {

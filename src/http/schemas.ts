@@ -29,9 +29,7 @@ export const ListQuery = Type.Object({
   default: Type.Optional(
     Type.Union([Type.Literal('true'), Type.Literal('false')], message('badDefault')),
   ),
-  limit: Type.Optional(
-    Type.String({ pattern: '^0*([1-9][0-9]?|100)$', ...message('badLimit') }),
-  ),
+  limit: Type.Optional(Type.String({ pattern: '^0*([1-9][0-9]?|100)$', ...message('badLimit') })),
   sortby: Type.Optional(
     Type.Union([Type.Literal('created'), Type.Literal('modified')], message('badSortby')),
   ),

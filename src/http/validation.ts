@@ -19,7 +19,9 @@ export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, http
     if (httpPart !== 'querystring') return { error: new ApiError('invalidResources') }
     const first = check.Errors(value).First()
     const field = first?.path.split('/')[1] ?? ''
-    const fieldSchema = (schema as TObject).properties[field] as { errorMessage?: string } | undefined
+    const fieldSchema = (schema as TObject).properties[field] as
+      | { errorMessage?: string }
+      | undefined
     const kind = kindByMessage.get(fieldSchema?.errorMessage ?? '') ?? 'invalidResources'
     return { error: new ApiError(kind) }
   }

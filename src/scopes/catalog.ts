@@ -88,7 +88,8 @@ export class ScopeCatalog {
     if (!isRecord(value)) throw bad(`${what} must be a mapping of names to { scopes: [...] }`)
     const out = new Map<string, Grant>()
     for (const [name, grant] of Object.entries(value)) {
-      if (!isRecord(grant) || !Array.isArray(grant.scopes)) throw bad(`${what}.${name} needs scopes`)
+      if (!isRecord(grant) || !Array.isArray(grant.scopes))
+        throw bad(`${what}.${name} needs scopes`)
       const scopes = (grant.scopes as unknown[]).flat(2)
       for (const id of scopes) {
         if (typeof id !== 'string' || !this.scopes.has(id)) {

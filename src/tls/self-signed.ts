@@ -39,14 +39,15 @@ export function generateSelfSigned(now = new Date()): { cert: string; key: strin
   serial[0] = (serial[0] ?? 0) & 0x7f
   const notBefore = new Date(now.getTime() - 86_400_000)
   const notAfter = new Date(now.getTime() + 825 * 86_400_000)
-  const san = seq(
-    der(0x82, Buffer.from('localhost')),
-    der(0x87, Buffer.from([127, 0, 0, 1])),
-  )
+  const san = seq(der(0x82, Buffer.from('localhost')), der(0x87, Buffer.from([127, 0, 0, 1])))
   const extensions = der(
     0xa3,
     seq(
-      seq(oid('2.5.29.19'), der(0x01, Buffer.from([0xff])), der(0x04, seq(der(0x01, Buffer.from([0xff]))))),
+      seq(
+        oid('2.5.29.19'),
+        der(0x01, Buffer.from([0xff])),
+        der(0x04, seq(der(0x01, Buffer.from([0xff])))),
+      ),
       seq(oid('2.5.29.17'), der(0x04, san)),
     ),
   )
@@ -70,7 +71,11 @@ export function generateSelfSigned(now = new Date()): { cert: string; key: strin
 }
 
 /** The certificate in `dataDir/tls`, generated on first use. The key file is mode 0600. */
-export function ensureSelfSigned(dataDir: string): { certFile: string; keyFile: string; created: boolean } {
+export function ensureSelfSigned(dataDir: string): {
+  certFile: string
+  keyFile: string
+  created: boolean
+} {
   const dir = path.join(dataDir, 'tls')
   const certFile = path.join(dir, 'cert.pem')
   const keyFile = path.join(dir, 'key.pem')

@@ -1,5 +1,13 @@
 import { randomBytes } from 'node:crypto'
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs'
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
 import path from 'node:path'
 import { ConfigError } from '../config.js'
 import { randomAlnum } from './ids.js'
@@ -25,7 +33,9 @@ export function parseSigningKeys(value: string): SigningKey[] {
       throw new ConfigError('SIGNING_KEYS must be a comma-separated list of id:base64secret')
     }
     if (secret.length < minSecretBytes) {
-      throw new ConfigError(`SIGNING_KEYS: key "${id}" must decode to at least ${minSecretBytes} bytes`)
+      throw new ConfigError(
+        `SIGNING_KEYS: key "${id}" must decode to at least ${minSecretBytes} bytes`,
+      )
     }
     return { id, secret }
   })
@@ -127,7 +137,9 @@ export class Keyring {
   private reload() {
     if (this.file === undefined) return
     const stat = statSync(this.file)
-    const raw = JSON.parse(readFileSync(this.file, 'utf8')) as { keys: { id: string; secret: string }[] }
+    const raw = JSON.parse(readFileSync(this.file, 'utf8')) as {
+      keys: { id: string; secret: string }[]
+    }
     const keys = raw.keys.map((k) => ({ id: k.id, secret: Buffer.from(k.secret, 'base64') }))
     if (keys.length === 0) throw new ConfigError(`${this.file} holds no signing key`)
     this.keys = keys

@@ -24,7 +24,10 @@ export function normalizeAllowedUrls(urls: readonly string[] | null | undefined)
     const url = raw.trim()
     const port = urlShape.exec(url)?.[1]
     if (url.length > maxUrlLength || !urlShape.test(url) || (port && Number(port) > 65535)) {
-      fail('invalidResources', 'every allowedUrls entry must be a URL or host name of at most 2048 characters')
+      fail(
+        'invalidResources',
+        'every allowedUrls entry must be a URL or host name of at most 2048 characters',
+      )
     }
     out.add(url)
   }

@@ -107,19 +107,28 @@ export class TokenService {
       }
     }
     const { u, a } = parsed.payload
-    const record = typeof a === 'string' && tokenIdPattern.test(a) ? await tokensRepo.find(this.db, a) : undefined
+    const record =
+      typeof a === 'string' && tokenIdPattern.test(a)
+        ? await tokensRepo.find(this.db, a)
+        : undefined
     if (record === undefined || record.username !== u || record.usage !== parsed.usage) {
       return { code: 'TokenRevoked', parsed }
     }
     return {
       code: 'TokenValid',
       parsed,
-      principal: { usage: record.usage, username: u, scopes: new Set(record.scopes), tokenId: a as string },
+      principal: {
+        usage: record.usage,
+        username: u,
+        scopes: new Set(record.scopes),
+        tokenId: a as string,
+      },
     }
   }
 
   private verify(parsed: ParsedToken): boolean {
-    for (const key of this.keyring.newestFirst) if (signatureMatches(parsed, key.secret)) return true
+    for (const key of this.keyring.newestFirst)
+      if (signatureMatches(parsed, key.secret)) return true
     // A key added by `tessera keys rotate` in another process: look once more.
     if (this.keyring.refresh()) return this.verify(parsed)
     return false
@@ -169,7 +178,11 @@ export class TokenService {
     }
   }
 
-  async create(account: AccountRecord, principal: Principal, input: CreateInput): Promise<TokenView> {
+  async create(
+    account: AccountRecord,
+    principal: Principal,
+    input: CreateInput,
+  ): Promise<TokenView> {
     const allowedUrls = normalizeAllowedUrls(input.allowedUrls)
     const scopes = this.checkScopes(account, principal, input.scopes ?? [])
     const record = this.newRecord(account, { note: input.note ?? '', scopes, allowedUrls })
@@ -186,7 +199,8 @@ export class TokenService {
       fail('invalidResources', 'temporary tokens cannot have allowedUrls')
     }
     const expiresMs = parseTimestamp(input.expires)
-    if (expiresMs === undefined) return fail('invalidResources', 'expires must be an ISO 8601 timestamp')
+    if (expiresMs === undefined)
+      return fail('invalidResources', 'expires must be an ISO 8601 timestamp')
     const now = this.now()
     if (expiresMs < now) fail('expiresInPast')
     if (expiresMs > now + hourMs) fail('expiresTooFar')
@@ -276,4 +290,3 @@ export class TokenService {
     return checkScopes(requested, available, principal, this.catalog).map((s) => s.id)
   }
 }
-

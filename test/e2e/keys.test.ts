@@ -18,7 +18,14 @@ const signer = (token: string, keys: { id: string; secret: string }[]) => {
   )?.id
 }
 
-function api(url: string, ca: Buffer, method: string, route: string, token: string, body?: unknown) {
+function api(
+  url: string,
+  ca: Buffer,
+  method: string,
+  route: string,
+  token: string,
+  body?: unknown,
+) {
   return new Promise<{ code: string; token: string }>((resolve, reject) => {
     const req = request(`${url}${route}?access_token=${token}`, { ca, method }, (res) => {
       let text = ''
@@ -32,7 +39,8 @@ function api(url: string, ca: Buffer, method: string, route: string, token: stri
     req.end(body === undefined ? undefined : JSON.stringify(body))
   })
 }
-const retrieve = (url: string, ca: Buffer, token: string) => api(url, ca, 'GET', '/tokens/v2', token)
+const retrieve = (url: string, ca: Buffer, token: string) =>
+  api(url, ca, 'GET', '/tokens/v2', token)
 
 describe('tessera keys rotate', () => {
   it('keeps old tokens valid with the same strings across a restart, and signs new ones with the new key', async () => {
@@ -44,7 +52,14 @@ describe('tessera keys rotate', () => {
     const ca = readFileSync(server.certFile)
 
     await tessera(server.env, 'account', 'create', 'rot')
-    const before = await tessera(server.env, 'token', 'create', 'rot', '--scopes', 'tokens:read,tokens:write')
+    const before = await tessera(
+      server.env,
+      'token',
+      'create',
+      'rot',
+      '--scopes',
+      'tokens:read,tokens:write',
+    )
     const firstKey = JSON.parse(readFileSync(keyFile, 'utf8')).keys[0].id
     const rotated = await tessera(server.env, 'keys', 'rotate')
     const keys = JSON.parse(readFileSync(keyFile, 'utf8')).keys
@@ -63,7 +78,9 @@ describe('tessera keys rotate', () => {
       expect(signer(before.token, keys)).toBe(firstKey)
       const after = await tessera(server.env, 'token', 'create', 'rot', '--scopes', 'styles:read')
       expect(signer(after.token, keys)).toBe(rotated.id)
-      const overHttp = await api(server.url, ca, 'POST', '/tokens/v2/rot', before.token, { note: 'http' })
+      const overHttp = await api(server.url, ca, 'POST', '/tokens/v2/rot', before.token, {
+        note: 'http',
+      })
       expect(signer(overHttp.token, keys)).toBe(rotated.id)
     } finally {
       await server.stop()

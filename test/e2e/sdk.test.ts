@@ -16,7 +16,16 @@ beforeAll(async () => {
   https.globalAgent.options.ca = readFileSync(server.certFile)
   // The CLI works on the same data while the server runs.
   await tessera(server.env, 'account', 'create', 'sdkuser')
-  holder = await tessera(server.env, 'token', 'create', 'sdkuser', '--scopes', 'tokens:read,tokens:write,scopes:list,styles:read,styles:write', '--note', 'e2e')
+  holder = await tessera(
+    server.env,
+    'token',
+    'create',
+    'sdkuser',
+    '--scopes',
+    'tokens:read,tokens:write,scopes:list,styles:read,styles:write',
+    '--note',
+    'e2e',
+  )
 })
 afterAll(async () => {
   await server?.stop()
@@ -29,19 +38,38 @@ describe('the @mapbox/mapbox-sdk tokens client', () => {
     const tokens = client(holder.token)
     const listed = await tokens.listTokens().send()
     expect(listed.statusCode).toBe(200)
-    expect(listed.body.map((t: { note: string }) => t.note)).toEqual(['Default public token', 'e2e'])
+    expect(listed.body.map((t: { note: string }) => t.note)).toEqual([
+      'Default public token',
+      'e2e',
+    ])
 
-    const pk = await tokens.createToken({ note: 'public', scopes: ['styles:read'], allowedUrls: ['https://example.com'] }).send()
-    expect(pk.body).toMatchObject({ usage: 'pk', note: 'public', scopes: ['styles:read'], allowedUrls: ['https://example.com'] })
+    const pk = await tokens
+      .createToken({
+        note: 'public',
+        scopes: ['styles:read'],
+        allowedUrls: ['https://example.com'],
+      })
+      .send()
+    expect(pk.body).toMatchObject({
+      usage: 'pk',
+      note: 'public',
+      scopes: ['styles:read'],
+      allowedUrls: ['https://example.com'],
+    })
     const sk = await tokens.createToken({ note: 'secret', scopes: ['styles:write'] }).send()
     expect(sk.body).toMatchObject({ usage: 'sk', scopes: ['styles:write'] })
 
-    const updated = await tokens.updateToken({ tokenId: pk.body.id, note: 'renamed', allowedUrls: null }).send()
+    const updated = await tokens
+      .updateToken({ tokenId: pk.body.id, note: 'renamed', allowedUrls: null })
+      .send()
     expect(updated.body.note).toBe('renamed')
     expect(updated.body.allowedUrls).toBeUndefined()
 
     const retrieved = await client(pk.body.token).getToken().send()
-    expect(retrieved.body).toEqual({ code: 'TokenValid', token: { usage: 'pk', user: 'sdkuser', authorization: pk.body.id } })
+    expect(retrieved.body).toEqual({
+      code: 'TokenValid',
+      token: { usage: 'pk', user: 'sdkuser', authorization: pk.body.id },
+    })
 
     const deleted = await tokens.deleteToken({ tokenId: sk.body.id }).send()
     expect(deleted.statusCode).toBe(204)
@@ -49,14 +77,22 @@ describe('the @mapbox/mapbox-sdk tokens client', () => {
     expect(revoked.body.code).toBe('TokenRevoked')
 
     const scopes = await tokens.listScopes().send()
-    expect(scopes.body).toContainEqual({ id: 'styles:read', description: 'Read styles', public: true })
+    expect(scopes.body).toContainEqual({
+      id: 'styles:read',
+      description: 'Read styles',
+      public: true,
+    })
   })
 
   it('creates a temporary token that the SDK can use', async () => {
     const expires = new Date(Date.now() + 10 * 60_000)
-    const res = await client(holder.token).createTemporaryToken({ expires, scopes: ['tokens:read'] }).send()
+    const res = await client(holder.token)
+      .createTemporaryToken({ expires, scopes: ['tokens:read'] })
+      .send()
     expect(res.statusCode).toBe(200)
-    expect(res.body.expires).toBe(new Date(Math.floor(expires.getTime() / 1000) * 1000).toISOString())
+    expect(res.body.expires).toBe(
+      new Date(Math.floor(expires.getTime() / 1000) * 1000).toISOString(),
+    )
     const listed = await client(res.body.token).listTokens().send()
     expect(listed.statusCode).toBe(200)
   })
@@ -66,7 +102,7 @@ describe('the @mapbox/mapbox-sdk tokens client', () => {
     for (let i = 0; i < 5; i++) await tokens.createToken({ note: `page ${i}`, scopes: [] }).send()
     const all = (await tokens.listTokens().send()).body.map((t: { id: string }) => t.id)
     const seen: string[] = []
-    let request = tokens.listTokens()
+    const request = tokens.listTokens()
     request.query = { limit: 3 }
     let response = await request.send()
     let pages = 1

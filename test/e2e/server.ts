@@ -19,7 +19,10 @@ export interface ServerProcess {
 export async function startServer(extraEnv: Record<string, string> = {}): Promise<ServerProcess> {
   const dataDir = extraEnv.DATA_DIR ?? mkdtempSync(path.join(tmpdir(), 'tessera-e2e-'))
   const env = { ...process.env, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', ...extraEnv }
-  const child: ChildProcess = spawn(process.execPath, [path.join(root, 'dist/src/server.js')], { env, cwd: dataDir })
+  const child: ChildProcess = spawn(process.execPath, [path.join(root, 'dist/src/server.js')], {
+    env,
+    cwd: dataDir,
+  })
   let out = ''
   child.stdout?.on('data', (d) => {
     out += d
@@ -60,6 +63,9 @@ export async function startServer(extraEnv: Record<string, string> = {}): Promis
 
 /** Runs `tessera` (bin/tessera.js) with the server's environment; parses its JSON output. */
 export async function tessera(env: NodeJS.ProcessEnv, ...args: string[]) {
-  const { stdout } = await run(process.execPath, [path.join(root, 'bin/tessera.js'), ...args], { env, cwd: env.DATA_DIR })
+  const { stdout } = await run(process.execPath, [path.join(root, 'bin/tessera.js'), ...args], {
+    env,
+    cwd: env.DATA_DIR,
+  })
   return JSON.parse(stdout)
 }

@@ -14,7 +14,13 @@ const future = () => new Date(h.clock.now + 30 * 60_000).toISOString()
 
 /** Every authenticated route, with a request that succeeds when the token is right. */
 const routes = [
-  { name: 'list tokens', method: 'GET', path: () => '/tokens/v2/alice', scope: 'tokens:read', ok: 200 },
+  {
+    name: 'list tokens',
+    method: 'GET',
+    path: () => '/tokens/v2/alice',
+    scope: 'tokens:read',
+    ok: 200,
+  },
   {
     name: 'create a token',
     method: 'POST',
@@ -46,7 +52,13 @@ const routes = [
     scope: 'tokens:write',
     ok: 204,
   },
-  { name: 'list scopes', method: 'GET', path: () => '/scopes/v1/alice', scope: 'scopes:list', ok: 200 },
+  {
+    name: 'list scopes',
+    method: 'GET',
+    path: () => '/scopes/v1/alice',
+    scope: 'scopes:list',
+    ok: 200,
+  },
 ] as const
 
 function send(route: (typeof routes)[number], token?: string, path = route.path()) {
@@ -78,7 +90,9 @@ describe.each(routes)('$name', (route) => {
 
   it('refuses a revoked token with 401', async () => {
     const doomed = await h.token('alice', all)
-    expect((await call(h.app, 'DELETE', `/tokens/v2/alice/${doomed.id}`, doomed.token)).status).toBe(204)
+    expect(
+      (await call(h.app, 'DELETE', `/tokens/v2/alice/${doomed.id}`, doomed.token)).status,
+    ).toBe(204)
     expect(await send(route, doomed.token)).toMatchObject(unauthorized)
   })
 
@@ -100,17 +114,29 @@ describe.each(routes)('$name', (route) => {
   it('answers 404 No such user for an unknown username', async () => {
     const sk = await h.token('alice', all)
     const path = route.path().replace('/alice', '/nobody')
-    expect(await send(route, sk.token, path)).toMatchObject({ status: 404, body: { message: 'No such user' } })
+    expect(await send(route, sk.token, path)).toMatchObject({
+      status: 404,
+      body: { message: 'No such user' },
+    })
   })
 
   it("answers 404 Not found for another account's token", async () => {
     const bobs = await h.token('bob', all)
-    expect(await send(route, bobs.token)).toMatchObject({ status: 404, body: { message: 'Not found' } })
+    expect(await send(route, bobs.token)).toMatchObject({
+      status: 404,
+      body: { message: 'Not found' },
+    })
   })
 
   it('answers 404 Not found when the token lacks the scope', async () => {
-    const lacking = await h.token('alice', all.filter((s) => s !== route.scope))
-    expect(await send(route, lacking.token)).toMatchObject({ status: 404, body: { message: 'Not found' } })
+    const lacking = await h.token(
+      'alice',
+      all.filter((s) => s !== route.scope),
+    )
+    expect(await send(route, lacking.token)).toMatchObject({
+      status: 404,
+      body: { message: 'Not found' },
+    })
   })
 
   it('succeeds with a token of the account holding the scope', async () => {

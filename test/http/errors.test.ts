@@ -28,7 +28,10 @@ async function raw(method: 'POST' | 'PATCH', url: string, payload: string) {
   return { status: res.statusCode, body: res.json(), headers: res.headers }
 }
 
-type Case = [string, () => Promise<{ status: number; body: unknown; headers: Record<string, unknown> }>]
+type Case = [
+  string,
+  () => Promise<{ status: number; body: unknown; headers: Record<string, unknown> }>,
+]
 
 /** Requests that must each produce the row's status and message. */
 const cases: Partial<Record<ErrorKind, Case[]>> = {
@@ -36,10 +39,15 @@ const cases: Partial<Record<ErrorKind, Case[]>> = {
     ['retrieve without access_token', () => call(h.app, 'GET', '/tokens/v2')],
     ['retrieve with an empty access_token', () => call(h.app, 'GET', '/tokens/v2?access_token=')],
   ],
-  unauthorized: [['list with a random string', () => call(h.app, 'GET', '/tokens/v2/alice', 'x.y.z')]],
+  unauthorized: [
+    ['list with a random string', () => call(h.app, 'GET', '/tokens/v2/alice', 'x.y.z')],
+  ],
   noSuchUser: [['list an unknown user', () => call(h.app, 'GET', '/tokens/v2/zed', sk)]],
   notFound: [
-    ['update an unknown token id', () => call(h.app, 'PATCH', '/tokens/v2/alice/cxxxxxxxxxxxxxxxxxxxxxxxx', sk, { note: 'a' })],
+    [
+      'update an unknown token id',
+      () => call(h.app, 'PATCH', '/tokens/v2/alice/cxxxxxxxxxxxxxxxxxxxxxxxx', sk, { note: 'a' }),
+    ],
     ['delete a malformed token id', () => call(h.app, 'DELETE', '/tokens/v2/alice/nope', sk)],
     ['list with a pk token', () => call(h.app, 'GET', '/tokens/v2/alice', pk.token)],
   ],
@@ -57,24 +65,63 @@ const cases: Partial<Record<ErrorKind, Case[]>> = {
     ['a random start', () => call(h.app, 'GET', '/tokens/v2/alice?start=garbage!', sk)],
     ['a token id as start', () => call(h.app, 'GET', `/tokens/v2/alice?start=${pk.id}`, sk)],
   ],
-  expiresInPast: [['expires a minute ago', () => call(h.app, 'POST', '/tokens/v2/alice', sk, { expires: minutes(-1), scopes: [] })]],
-  expiresTooFar: [['expires in 61 minutes', () => call(h.app, 'POST', '/tokens/v2/alice', sk, { expires: minutes(61), scopes: [] })]],
+  expiresInPast: [
+    [
+      'expires a minute ago',
+      () => call(h.app, 'POST', '/tokens/v2/alice', sk, { expires: minutes(-1), scopes: [] }),
+    ],
+  ],
+  expiresTooFar: [
+    [
+      'expires in 61 minutes',
+      () => call(h.app, 'POST', '/tokens/v2/alice', sk, { expires: minutes(61), scopes: [] }),
+    ],
+  ],
   expiresAfterAuthorizer: [
     [
       'a tk minting a later tk',
       async () => {
-        const tk = await call(h.app, 'POST', '/tokens/v2/alice', sk, { expires: minutes(10), scopes: ['tokens:write'] })
-        return call(h.app, 'POST', '/tokens/v2/alice', tk.body.token, { expires: minutes(20), scopes: [] })
+        const tk = await call(h.app, 'POST', '/tokens/v2/alice', sk, {
+          expires: minutes(10),
+          scopes: ['tokens:write'],
+        })
+        return call(h.app, 'POST', '/tokens/v2/alice', tk.body.token, {
+          expires: minutes(20),
+          scopes: [],
+        })
       },
     ],
   ],
   invalidScopes: [
-    ['an unknown scope', () => call(h.app, 'POST', '/tokens/v2/alice', sk, { scopes: ['nope:nope'] })],
-    ['a scope of another plan', () => call(h.app, 'POST', '/tokens/v2/alice', sk, { scopes: ['user:write'] })],
-    ['a scope the creator lacks', () => call(h.app, 'POST', '/tokens/v2/alice', sk, { scopes: ['fonts:read'] })],
-    ['a secret scope on a pk', () => call(h.app, 'PATCH', `/tokens/v2/alice/${pk.id}`, sk, { scopes: ['styles:write'] })],
-    ['scopes on a scopeless token', () => call(h.app, 'PATCH', `/tokens/v2/alice/${scopeless.id}`, sk, { scopes: ['styles:read'] })],
-    ['a temporary scope the creator lacks', () => call(h.app, 'POST', '/tokens/v2/alice', sk, { expires: minutes(5), scopes: ['fonts:read'] })],
+    [
+      'an unknown scope',
+      () => call(h.app, 'POST', '/tokens/v2/alice', sk, { scopes: ['nope:nope'] }),
+    ],
+    [
+      'a scope of another plan',
+      () => call(h.app, 'POST', '/tokens/v2/alice', sk, { scopes: ['user:write'] }),
+    ],
+    [
+      'a scope the creator lacks',
+      () => call(h.app, 'POST', '/tokens/v2/alice', sk, { scopes: ['fonts:read'] }),
+    ],
+    [
+      'a secret scope on a pk',
+      () => call(h.app, 'PATCH', `/tokens/v2/alice/${pk.id}`, sk, { scopes: ['styles:write'] }),
+    ],
+    [
+      'scopes on a scopeless token',
+      () =>
+        call(h.app, 'PATCH', `/tokens/v2/alice/${scopeless.id}`, sk, { scopes: ['styles:read'] }),
+    ],
+    [
+      'a temporary scope the creator lacks',
+      () =>
+        call(h.app, 'POST', '/tokens/v2/alice', sk, {
+          expires: minutes(5),
+          scopes: ['fonts:read'],
+        }),
+    ],
   ],
   invalidResources: [
     ['malformed JSON', () => raw('POST', '/tokens/v2/alice', '{"note":')],
@@ -82,21 +129,71 @@ const cases: Partial<Record<ErrorKind, Case[]>> = {
     ['a JSON string body', () => call(h.app, 'POST', '/tokens/v2/alice', sk, 'hello')],
     ['a null body', () => call(h.app, 'POST', '/tokens/v2/alice', sk, null)],
     ['note is a number', () => call(h.app, 'POST', '/tokens/v2/alice', sk, { note: 5 })],
-    ['note over 1024 chars', () => call(h.app, 'POST', '/tokens/v2/alice', sk, { note: 'x'.repeat(1025) })],
-    ['scopes is a string', () => call(h.app, 'POST', '/tokens/v2/alice', sk, { scopes: 'styles:read' })],
+    [
+      'note over 1024 chars',
+      () => call(h.app, 'POST', '/tokens/v2/alice', sk, { note: 'x'.repeat(1025) }),
+    ],
+    [
+      'scopes is a string',
+      () => call(h.app, 'POST', '/tokens/v2/alice', sk, { scopes: 'styles:read' }),
+    ],
     ['a scope is a number', () => call(h.app, 'POST', '/tokens/v2/alice', sk, { scopes: [1] })],
-    ['101 allowedUrls', () => call(h.app, 'POST', '/tokens/v2/alice', sk, { allowedUrls: Array.from({ length: 101 }, (_, i) => `a${i}.com`) })],
-    ['a URL over 2048 chars', () => call(h.app, 'POST', '/tokens/v2/alice', sk, { allowedUrls: [`https://a.com/${'p'.repeat(2048)}`] })],
-    ['a URL that is not one', () => call(h.app, 'POST', '/tokens/v2/alice', sk, { allowedUrls: ['not a url'] })],
-    ['a ftp URL', () => call(h.app, 'POST', '/tokens/v2/alice', sk, { allowedUrls: ['ftp://a.com'] })],
-    ['expires that is not a timestamp', () => call(h.app, 'POST', '/tokens/v2/alice', sk, { expires: 'tomorrow', scopes: [] })],
-    ['expires on 31 February', () => call(h.app, 'POST', '/tokens/v2/alice', sk, { expires: '2026-02-31T00:00:00Z', scopes: [] })],
-    ['expires is a number', () => call(h.app, 'POST', '/tokens/v2/alice', sk, { expires: 1, scopes: [] })],
-    ['a temporary token with allowedUrls', () => call(h.app, 'POST', '/tokens/v2/alice', sk, { expires: minutes(5), scopes: [], allowedUrls: ['a.com'] })],
-    ['an update naming no field', () => call(h.app, 'PATCH', `/tokens/v2/alice/${pk.id}`, sk, { other: 1 })],
+    [
+      '101 allowedUrls',
+      () =>
+        call(h.app, 'POST', '/tokens/v2/alice', sk, {
+          allowedUrls: Array.from({ length: 101 }, (_, i) => `a${i}.com`),
+        }),
+    ],
+    [
+      'a URL over 2048 chars',
+      () =>
+        call(h.app, 'POST', '/tokens/v2/alice', sk, {
+          allowedUrls: [`https://a.com/${'p'.repeat(2048)}`],
+        }),
+    ],
+    [
+      'a URL that is not one',
+      () => call(h.app, 'POST', '/tokens/v2/alice', sk, { allowedUrls: ['not a url'] }),
+    ],
+    [
+      'a ftp URL',
+      () => call(h.app, 'POST', '/tokens/v2/alice', sk, { allowedUrls: ['ftp://a.com'] }),
+    ],
+    [
+      'expires that is not a timestamp',
+      () => call(h.app, 'POST', '/tokens/v2/alice', sk, { expires: 'tomorrow', scopes: [] }),
+    ],
+    [
+      'expires on 31 February',
+      () =>
+        call(h.app, 'POST', '/tokens/v2/alice', sk, {
+          expires: '2026-02-31T00:00:00Z',
+          scopes: [],
+        }),
+    ],
+    [
+      'expires is a number',
+      () => call(h.app, 'POST', '/tokens/v2/alice', sk, { expires: 1, scopes: [] }),
+    ],
+    [
+      'a temporary token with allowedUrls',
+      () =>
+        call(h.app, 'POST', '/tokens/v2/alice', sk, {
+          expires: minutes(5),
+          scopes: [],
+          allowedUrls: ['a.com'],
+        }),
+    ],
+    [
+      'an update naming no field',
+      () => call(h.app, 'PATCH', `/tokens/v2/alice/${pk.id}`, sk, { other: 1 }),
+    ],
     ['an update with an empty body', () => raw('PATCH', `/tokens/v2/alice/${pk.id}`, '')],
   ],
-  defaultTokenUndeletable: [['delete the default token', () => call(h.app, 'DELETE', `/tokens/v2/alice/${defaultId}`, sk)]],
+  defaultTokenUndeletable: [
+    ['delete the default token', () => call(h.app, 'DELETE', `/tokens/v2/alice/${defaultId}`, sk)],
+  ],
 }
 
 /** Rows proved elsewhere: by their own harness (429, 403) or not reachable by a client (500, 503). */

@@ -4,17 +4,23 @@ import { all, call, type Harness, harness, T0 } from '../helpers.js'
 let h: Harness
 let sk: string
 const iso = (ms: number) => new Date(ms).toISOString()
-const payloadOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64').toString())
+const payloadOf = (token: string) =>
+  JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64').toString())
 
 beforeAll(async () => {
   h = await harness()
-  sk = (await h.token('alice', [...all, 'styles:read', 'styles:tiles', 'styles:write', 'fonts:read'])).token
+  sk = (
+    await h.token('alice', [...all, 'styles:read', 'styles:tiles', 'styles:write', 'fonts:read'])
+  ).token
 })
 afterAll(() => h.close())
 
 describe('create a token', () => {
   it('makes a pk from public scopes and answers the whole token object', async () => {
-    const res = await call(h.app, 'POST', '/tokens/v2/alice', sk, { note: 'web', scopes: ['styles:read', 'styles:read', 'fonts:read'] })
+    const res = await call(h.app, 'POST', '/tokens/v2/alice', sk, {
+      note: 'web',
+      scopes: ['styles:read', 'styles:read', 'fonts:read'],
+    })
     expect(res.status).toBe(200)
     expect(res.body).toEqual({
       id: expect.stringMatching(/^c[a-z0-9]{24}$/),
@@ -31,8 +37,14 @@ describe('create a token', () => {
   })
 
   it('makes an sk when any scope is secret', async () => {
-    const res = await call(h.app, 'POST', '/tokens/v2/alice', sk, { scopes: ['styles:read', 'styles:write'] })
-    expect(res.body).toMatchObject({ usage: 'sk', scopes: ['styles:read', 'styles:write'], note: '' })
+    const res = await call(h.app, 'POST', '/tokens/v2/alice', sk, {
+      scopes: ['styles:read', 'styles:write'],
+    })
+    expect(res.body).toMatchObject({
+      usage: 'sk',
+      scopes: ['styles:read', 'styles:write'],
+      note: '',
+    })
     expect(res.body.token).toMatch(/^sk\./)
   })
 
@@ -44,15 +56,27 @@ describe('create a token', () => {
   it('trims and collapses allowed URLs and ignores unknown fields', async () => {
     const res = await call(h.app, 'POST', '/tokens/v2/alice', sk, {
       scopes: ['styles:read'],
-      allowedUrls: [' https://example.com ', 'https://example.com', '*.example.org', 'localhost:8080/app'],
+      allowedUrls: [
+        ' https://example.com ',
+        'https://example.com',
+        '*.example.org',
+        'localhost:8080/app',
+      ],
       resources: ['ignored'],
     })
     expect(res.status).toBe(200)
-    expect(res.body.allowedUrls).toEqual(['https://example.com', '*.example.org', 'localhost:8080/app'])
+    expect(res.body.allowedUrls).toEqual([
+      'https://example.com',
+      '*.example.org',
+      'localhost:8080/app',
+    ])
   })
 
   it('refuses a temporary token as the creator of a permanent one with 404', async () => {
-    const tk = await call(h.app, 'POST', '/tokens/v2/alice', sk, { expires: iso(T0 + 600_000), scopes: ['tokens:write'] })
+    const tk = await call(h.app, 'POST', '/tokens/v2/alice', sk, {
+      expires: iso(T0 + 600_000),
+      scopes: ['tokens:write'],
+    })
     const res = await call(h.app, 'POST', '/tokens/v2/alice', tk.body.token, { note: 'x' })
     expect(res).toMatchObject({ status: 404, body: { message: 'Not found' } })
   })
@@ -60,7 +84,10 @@ describe('create a token', () => {
 
 describe('create a temporary token', () => {
   it('answers token, issued_at, expires and expires_in that agree with the payload', async () => {
-    const res = await call(h.app, 'POST', '/tokens/v2/alice', sk, { expires: '2026-11-22T12:30:00.750Z', scopes: ['styles:read'] })
+    const res = await call(h.app, 'POST', '/tokens/v2/alice', sk, {
+      expires: '2026-11-22T12:30:00.750Z',
+      scopes: ['styles:read'],
+    })
     expect(res.status).toBe(200)
     expect(res.body).toEqual({
       token: expect.stringMatching(/^tk\./),
@@ -89,23 +116,54 @@ describe('create a temporary token', () => {
   })
 
   it('lets a temporary token mint one that expires no later than itself', async () => {
-    const parent = await call(h.app, 'POST', '/tokens/v2/alice', sk, { expires: iso(T0 + 600_000), scopes: ['tokens:write', 'styles:read'] })
-    const same = await call(h.app, 'POST', '/tokens/v2/alice', parent.body.token, { expires: parent.body.expires, scopes: ['styles:read'] })
+    const parent = await call(h.app, 'POST', '/tokens/v2/alice', sk, {
+      expires: iso(T0 + 600_000),
+      scopes: ['tokens:write', 'styles:read'],
+    })
+    const same = await call(h.app, 'POST', '/tokens/v2/alice', parent.body.token, {
+      expires: parent.body.expires,
+      scopes: ['styles:read'],
+    })
     expect(same.status).toBe(200)
-    const later = await call(h.app, 'POST', '/tokens/v2/alice', parent.body.token, { expires: iso(T0 + 601_000), scopes: [] })
-    expect(later).toMatchObject({ status: 422, body: { message: 'expires may not be greater than the expiration of the authorizing token' } })
-    const wider = await call(h.app, 'POST', '/tokens/v2/alice', parent.body.token, { expires: iso(T0 + 60_000), scopes: ['fonts:read'] })
+    const later = await call(h.app, 'POST', '/tokens/v2/alice', parent.body.token, {
+      expires: iso(T0 + 601_000),
+      scopes: [],
+    })
+    expect(later).toMatchObject({
+      status: 422,
+      body: { message: 'expires may not be greater than the expiration of the authorizing token' },
+    })
+    const wider = await call(h.app, 'POST', '/tokens/v2/alice', parent.body.token, {
+      expires: iso(T0 + 60_000),
+      scopes: ['fonts:read'],
+    })
     expect(wider).toMatchObject({ status: 422, body: { message: 'scopes are invalid' } })
   })
 
   it('is valid until exp and expired from then on', async () => {
-    const res = await call(h.app, 'POST', '/tokens/v2/alice', sk, { expires: iso(T0 + 60_000), scopes: ['styles:read'] })
+    const res = await call(h.app, 'POST', '/tokens/v2/alice', sk, {
+      expires: iso(T0 + 60_000),
+      scopes: ['styles:read'],
+    })
     const token = res.body.token
-    const body = { usage: 'tk', user: 'alice', expires: iso(T0 + 60_000), created: iso(T0), scopes: ['styles:read'], client: 'api' }
-    expect((await call(h.app, 'GET', '/tokens/v2', token)).body).toEqual({ code: 'TokenValid', token: body })
+    const body = {
+      usage: 'tk',
+      user: 'alice',
+      expires: iso(T0 + 60_000),
+      created: iso(T0),
+      scopes: ['styles:read'],
+      client: 'api',
+    }
+    expect((await call(h.app, 'GET', '/tokens/v2', token)).body).toEqual({
+      code: 'TokenValid',
+      token: body,
+    })
     h.clock.now = T0 + 60_000
     try {
-      expect((await call(h.app, 'GET', '/tokens/v2', token)).body).toEqual({ code: 'TokenExpired', token: body })
+      expect((await call(h.app, 'GET', '/tokens/v2', token)).body).toEqual({
+        code: 'TokenExpired',
+        token: body,
+      })
     } finally {
       h.clock.now = T0
     }
@@ -117,34 +175,54 @@ describe('update a token', () => {
     const target = await h.token('alice', ['styles:read'], { allowedUrls: ['a.com'] })
     h.clock.now = T0 + 5000
     try {
-      const res = await call(h.app, 'PATCH', `/tokens/v2/alice/${target.id}`, sk, { note: 'new', scopes: ['styles:tiles'], allowedUrls: ['b.com'] })
+      const res = await call(h.app, 'PATCH', `/tokens/v2/alice/${target.id}`, sk, {
+        note: 'new',
+        scopes: ['styles:tiles'],
+        allowedUrls: ['b.com'],
+      })
       expect(res.status).toBe(200)
-      expect(res.body).toEqual({ ...target, note: 'new', scopes: ['styles:tiles'], allowedUrls: ['b.com'], modified: iso(T0 + 5000) })
+      expect(res.body).toEqual({
+        ...target,
+        note: 'new',
+        scopes: ['styles:tiles'],
+        allowedUrls: ['b.com'],
+        modified: iso(T0 + 5000),
+      })
     } finally {
       h.clock.now = T0
     }
-    const cleared = await call(h.app, 'PATCH', `/tokens/v2/alice/${target.id}`, sk, { allowedUrls: null })
+    const cleared = await call(h.app, 'PATCH', `/tokens/v2/alice/${target.id}`, sk, {
+      allowedUrls: null,
+    })
     expect(cleared.body.allowedUrls).toBeUndefined()
     expect(cleared.body.scopes).toEqual(['styles:tiles'])
   })
 
   it('answers an sk with its token string, and never changes usage', async () => {
     const target = await h.token('alice', ['styles:write'])
-    const res = await call(h.app, 'PATCH', `/tokens/v2/alice/${target.id}`, sk, { scopes: ['styles:read'] })
+    const res = await call(h.app, 'PATCH', `/tokens/v2/alice/${target.id}`, sk, {
+      scopes: ['styles:read'],
+    })
     expect(res.body).toMatchObject({ usage: 'sk', scopes: ['styles:read'], token: target.token })
   })
 
   it('refuses scopes the authorizing token does not hold', async () => {
     const narrow = await h.token('alice', ['tokens:write', 'styles:read'])
     const target = await h.token('alice', ['styles:read'])
-    const res = await call(h.app, 'PATCH', `/tokens/v2/alice/${target.id}`, narrow.token, { scopes: ['fonts:read'] })
+    const res = await call(h.app, 'PATCH', `/tokens/v2/alice/${target.id}`, narrow.token, {
+      scopes: ['fonts:read'],
+    })
     expect(res).toMatchObject({ status: 422, body: { message: 'scopes are invalid' } })
   })
 
   it('keeps a token created with no scopes without scopes', async () => {
     const target = await h.token('alice', [])
-    expect((await call(h.app, 'PATCH', `/tokens/v2/alice/${target.id}`, sk, { scopes: [] })).status).toBe(200)
-    const res = await call(h.app, 'PATCH', `/tokens/v2/alice/${target.id}`, sk, { scopes: ['styles:read'] })
+    expect(
+      (await call(h.app, 'PATCH', `/tokens/v2/alice/${target.id}`, sk, { scopes: [] })).status,
+    ).toBe(200)
+    const res = await call(h.app, 'PATCH', `/tokens/v2/alice/${target.id}`, sk, {
+      scopes: ['styles:read'],
+    })
     expect(res).toMatchObject({ status: 422, body: { message: 'scopes are invalid' } })
   })
 
@@ -165,14 +243,20 @@ describe('update a token', () => {
 describe('delete a token', () => {
   it('answers 204 with no body and revokes the token at once', async () => {
     const target = await h.token('alice', all)
-    const res = await h.app.inject({ method: 'DELETE', url: `/tokens/v2/alice/${target.id}?access_token=${sk}` })
+    const res = await h.app.inject({
+      method: 'DELETE',
+      url: `/tokens/v2/alice/${target.id}?access_token=${sk}`,
+    })
     expect(res.statusCode).toBe(204)
     expect(res.body).toBe('')
     expect((await call(h.app, 'GET', '/tokens/v2', target.token)).body).toEqual({
       code: 'TokenRevoked',
       token: { usage: 'sk', user: 'alice', authorization: target.id },
     })
-    expect(await call(h.app, 'GET', '/scopes/v1/alice', target.token)).toMatchObject({ status: 401, body: { message: 'Unauthorized' } })
+    expect(await call(h.app, 'GET', '/scopes/v1/alice', target.token)).toMatchObject({
+      status: 401,
+      body: { message: 'Unauthorized' },
+    })
     expect((await call(h.app, 'DELETE', `/tokens/v2/alice/${target.id}`, sk)).status).toBe(404)
   })
 })
@@ -187,16 +271,29 @@ describe('retrieve a token', () => {
     })
     const res = await call(h.app, 'GET', '/tokens/v2/', secret.token)
     expect(res.status).toBe(200)
-    expect(res.body).toEqual({ code: 'TokenValid', token: { usage: 'sk', user: 'alice', authorization: secret.id } })
+    expect(res.body).toEqual({
+      code: 'TokenValid',
+      token: { usage: 'sk', user: 'alice', authorization: secret.id },
+    })
   })
 
-  it.each(['abc', 'pk.x.y', 'pk.e30.sig', 'xx.eyJ1IjoiYSJ9.sig', 'tk.eyJ1IjoiYSJ9.sig', 'pk..', 'a.b.c.d', '%00', 'pk.bnVsbA.sig'])(
-    'reports %s as TokenMalformed without a token',
-    async (token) => {
-      expect(await call(h.app, 'GET', '/tokens/v2', token)).toMatchObject({ status: 200, body: { code: 'TokenMalformed' } })
-      expect((await call(h.app, 'GET', '/tokens/v2', token)).body.token).toBeUndefined()
-    },
-  )
+  it.each([
+    'abc',
+    'pk.x.y',
+    'pk.e30.sig',
+    'xx.eyJ1IjoiYSJ9.sig',
+    'tk.eyJ1IjoiYSJ9.sig',
+    'pk..',
+    'a.b.c.d',
+    '%00',
+    'pk.bnVsbA.sig',
+  ])('reports %s as TokenMalformed without a token', async (token) => {
+    expect(await call(h.app, 'GET', '/tokens/v2', token)).toMatchObject({
+      status: 200,
+      body: { code: 'TokenMalformed' },
+    })
+    expect((await call(h.app, 'GET', '/tokens/v2', token)).body.token).toBeUndefined()
+  })
 
   it('reports a forged signature as TokenInvalid with the parsed body', async () => {
     const pk = await h.token('alice', ['styles:read'])
@@ -212,7 +309,9 @@ describe('retrieve a token', () => {
     const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
     const last = pk.token.at(-1) as string
     const sibling = alphabet[alphabet.indexOf(last) ^ 1] as string
-    expect((await call(h.app, 'GET', '/tokens/v2', `${pk.token.slice(0, -1)}${sibling}`)).body.code).toBe('TokenInvalid')
+    expect(
+      (await call(h.app, 'GET', '/tokens/v2', `${pk.token.slice(0, -1)}${sibling}`)).body.code,
+    ).toBe('TokenInvalid')
   })
 })
 
@@ -221,25 +320,27 @@ describe('list scopes', () => {
     const res = await call(h.app, 'GET', '/scopes/v1/alice', sk)
     expect(res.status).toBe(200)
     expect(res.body).toHaveLength(19)
-    expect(res.body[0]).toEqual({ id: 'styles:tiles', description: 'Read styles as raster tiles', public: true })
+    expect(res.body[0]).toEqual({
+      id: 'styles:tiles',
+      description: 'Read styles as raster tiles',
+      public: true,
+    })
     expect(res.body.find((s: { id: string }) => s.id === 'tokens:write')).toEqual({
       id: 'tokens:write',
       description: 'Create, update and delete access tokens',
     })
-    expect(res.body.filter((s: { public?: boolean }) => s.public).map((s: { id: string }) => s.id)).toEqual([
-      'styles:tiles',
-      'styles:read',
-      'fonts:read',
-      'datasets:read',
-      'vision:read',
-    ])
+    expect(
+      res.body.filter((s: { public?: boolean }) => s.public).map((s: { id: string }) => s.id),
+    ).toEqual(['styles:tiles', 'styles:read', 'fonts:read', 'datasets:read', 'vision:read'])
   })
 
   it('adds the scopes of the plan and features', async () => {
     const carol = await h.ctx.accounts.create('carol', 'pro', ['navigation'])
     expect(carol.defaultToken.scopes).toContain('navigation:read')
     const token = await h.token('carol', ['scopes:list', 'user:write'])
-    const ids = (await call(h.app, 'GET', '/scopes/v1/carol', token.token)).body.map((s: { id: string }) => s.id)
+    const ids = (await call(h.app, 'GET', '/scopes/v1/carol', token.token)).body.map(
+      (s: { id: string }) => s.id,
+    )
     expect(ids).toHaveLength(22)
     expect(ids).toEqual(expect.arrayContaining(['user:write', 'analytics:read', 'navigation:read']))
   })
@@ -256,7 +357,10 @@ describe('the default token', () => {
       note: 'Default public token',
       scopes: ['styles:tiles', 'styles:read', 'fonts:read', 'datasets:read', 'vision:read'],
     })
-    expect((await call(h.app, 'PATCH', `/tokens/v2/alice/${token.id}`, sk, { note: 'renamed' })).body.note).toBe('renamed')
+    expect(
+      (await call(h.app, 'PATCH', `/tokens/v2/alice/${token.id}`, sk, { note: 'renamed' })).body
+        .note,
+    ).toBe('renamed')
     expect(await call(h.app, 'DELETE', `/tokens/v2/alice/${token.id}`, sk)).toMatchObject({
       status: 422,
       body: { message: 'the default token cannot be deleted' },

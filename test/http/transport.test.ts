@@ -18,11 +18,19 @@ describe('rate limit', () => {
     for (let i = 0; i < 3; i++) {
       const res = await call(h.app, 'GET', '/scopes/v1/alice', sk.token)
       expect(res.status).toBe(200)
-      expect(res.headers).toMatchObject({ 'x-rate-limit-interval': '60', 'x-rate-limit-limit': '3', 'x-rate-limit-reset': reset })
+      expect(res.headers).toMatchObject({
+        'x-rate-limit-interval': '60',
+        'x-rate-limit-limit': '3',
+        'x-rate-limit-reset': reset,
+      })
     }
     const limited = await call(h.app, 'GET', '/tokens/v2/alice', sk.token)
     expect(limited).toMatchObject({ status: 429, body: { message: 'Too Many Requests' } })
-    expect(limited.headers).toMatchObject({ 'retry-after': '45', 'x-rate-limit-reset': reset, 'x-rate-limit-limit': '3' })
+    expect(limited.headers).toMatchObject({
+      'retry-after': '45',
+      'x-rate-limit-reset': reset,
+      'x-rate-limit-limit': '3',
+    })
     // Another account is counted apart.
     const bobs = await h.token('bob', all)
     expect((await call(h.app, 'GET', '/tokens/v2/bob', bobs.token)).status).toBe(200)
@@ -37,7 +45,10 @@ describe('rate limit', () => {
       expect(res).toMatchObject({ status: 401, body: { message: 'Unauthorized' } })
       expect(res.headers['x-rate-limit-limit']).toBe('2')
     }
-    expect(await call(h.app, 'GET', '/tokens/v2', 'junk')).toMatchObject({ status: 429, body: { message: 'Too Many Requests' } })
+    expect(await call(h.app, 'GET', '/tokens/v2', 'junk')).toMatchObject({
+      status: 429,
+      body: { message: 'Too Many Requests' },
+    })
   })
 })
 
@@ -56,7 +67,11 @@ describe('CORS', () => {
     const res = await h.app.inject({
       method: 'OPTIONS',
       url: '/tokens/v2/alice',
-      headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
+      headers: {
+        origin: 'https://app.example.com',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type',
+      },
     })
     expect(res.statusCode).toBe(204)
     expect(res.headers).toMatchObject({
@@ -70,12 +85,20 @@ describe('CORS', () => {
 describe('TRUST_PROXY', () => {
   it('refuses requests not forwarded as https with 403', async () => {
     h = await harness({ TRUST_PROXY: '1' })
-    const plain = await h.app.inject({ method: 'GET', url: '/tokens/v2?access_token=x', headers: { 'x-forwarded-proto': 'http' } })
+    const plain = await h.app.inject({
+      method: 'GET',
+      url: '/tokens/v2?access_token=x',
+      headers: { 'x-forwarded-proto': 'http' },
+    })
     expect(plain.statusCode).toBe(403)
     expect(plain.json()).toEqual({ message: 'HTTPS is required' })
     const none = await h.app.inject({ method: 'GET', url: '/tokens/v2?access_token=x' })
     expect(none.statusCode).toBe(403)
-    const https = await h.app.inject({ method: 'GET', url: '/tokens/v2?access_token=x', headers: { 'x-forwarded-proto': 'https' } })
+    const https = await h.app.inject({
+      method: 'GET',
+      url: '/tokens/v2?access_token=x',
+      headers: { 'x-forwarded-proto': 'https' },
+    })
     expect(https.statusCode).toBe(200)
     expect(https.json()).toEqual({ code: 'TokenMalformed' })
   })
@@ -104,24 +127,25 @@ describe('routes', () => {
     expect(res.statusCode).toBe(200)
     const doc = res.json()
     expect(doc.openapi).toBe('3.1.0')
-    expect(Object.keys(doc.paths).sort()).toEqual(['/scopes/v1/{username}', '/tokens/v2', '/tokens/v2/{username}', '/tokens/v2/{username}/{token_id}'])
-    expect(Object.keys(doc.paths['/tokens/v2/{username}']).sort()).toEqual(['get', 'post'])
-    expect(doc.paths['/tokens/v2/{username}'].get.parameters.map((p: { name: string }) => p.name)).toEqual([
-      'username',
-      'access_token',
-      'usage',
-      'default',
-      'limit',
-      'sortby',
-      'start',
+    expect(Object.keys(doc.paths).sort()).toEqual([
+      '/scopes/v1/{username}',
+      '/tokens/v2',
+      '/tokens/v2/{username}',
+      '/tokens/v2/{username}/{token_id}',
     ])
+    expect(Object.keys(doc.paths['/tokens/v2/{username}']).sort()).toEqual(['get', 'post'])
+    expect(
+      doc.paths['/tokens/v2/{username}'].get.parameters.map((p: { name: string }) => p.name),
+    ).toEqual(['username', 'access_token', 'usage', 'default', 'limit', 'sortby', 'start'])
     expect(JSON.stringify(doc)).not.toContain('errorMessage')
   })
 })
 
 describe('logs', () => {
   it('redact the access token from URLs', () => {
-    expect(redactUrl('/tokens/v2?limit=1&access_token=sk.abc.def&x=1')).toBe('/tokens/v2?limit=1&access_token=[redacted]&x=1')
+    expect(redactUrl('/tokens/v2?limit=1&access_token=sk.abc.def&x=1')).toBe(
+      '/tokens/v2?limit=1&access_token=[redacted]&x=1',
+    )
     expect(redactUrl('/tokens/v2?ACCESS_TOKEN=pk.a.b')).toBe('/tokens/v2?ACCESS_TOKEN=[redacted]')
   })
 })

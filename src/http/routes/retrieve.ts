@@ -37,7 +37,9 @@ export function retrieveRoute(app: FastifyInstance, ctx: AppContext) {
       const token = accessToken(request)
       const validation = token === undefined ? undefined : await ctx.tokens.validate(token)
       const key =
-        validation?.code === 'TokenValid' ? `user:${validation.principal.username}` : `ip:${request.ip}`
+        validation?.code === 'TokenValid'
+          ? `user:${validation.principal.username}`
+          : `ip:${request.ip}`
       await rateLimit(ctx, reply, key)
       if (validation === undefined) throw new ApiError('accessTokenRequired')
       if (validation.code === 'TokenMalformed') return { code: validation.code }

@@ -106,7 +106,12 @@ export function tokenRoutes(app: FastifyInstance, ctx: AppContext) {
     async (request) => {
       const { principal, account } = caller(request)
       const { token_id } = request.params as Static<typeof TokenIdParams>
-      return ctx.tokens.update(account, principal, token_id, request.body as Static<typeof UpdateBody>)
+      return ctx.tokens.update(
+        account,
+        principal,
+        token_id,
+        request.body as Static<typeof UpdateBody>,
+      )
     },
   )
 

@@ -1,0 +1,127 @@
+import { X509Certificate } from 'node:crypto'
+import { describe, expect, it } from 'vitest'
+import { ApiError } from '../../src/errors.js'
+import { generateSelfSigned } from '../../src/tls/self-signed.js'
+import { encodeToken, parseToken, signatureMatches } from '../../src/tokens/codec.js'
+import { newTokenId } from '../../src/tokens/ids.js'
+import { parseSigningKeys } from '../../src/tokens/keyring.js'
+import { normalizeAllowedUrls, parseTimestamp } from '../../src/tokens/rules.js'
+
+const secret = Buffer.alloc(32, 7)
+
+describe('token format', () => {
+  it('encodes <usage>.<base64url payload>.<22-character signature>', () => {
+    const token = encodeToken('pk', { u: 'alice', a: 'cabc' }, secret)
+    const [usage, payload, signature] = token.split('.')
+    expect(usage).toBe('pk')
+    expect(JSON.parse(Buffer.from(payload as string, 'base64').toString())).toEqual({
+      u: 'alice',
+      a: 'cabc',
+    })
+    expect(signature).toMatch(/^[A-Za-z0-9_-]{22}$/)
+    const parsed = parseToken(token)
+    expect(parsed && signatureMatches(parsed, secret)).toBe(true)
+    expect(parsed && signatureMatches(parsed, Buffer.alloc(32, 8))).toBe(false)
+  })
+
+  it('never puts - or _ into a payload built from valid usernames, ids and scopes', () => {
+    for (let i = 0; i < 200; i++) {
+      const payload = encodeToken(
+        'tk',
+        {
+          u: `user_${i}-x`,
+          exp: 2e9 + i,
+          iat: 2e9,
+          scopes: ['styles:read', 'a.b_c-d'],
+          client: 'api',
+        },
+        secret,
+      ).split('.')[1]
+      expect(payload).toMatch(/^[A-Za-z0-9]+$/)
+      expect(encodeToken('sk', { u: `u-${i}_`, a: newTokenId() }, secret).split('.')[1]).toMatch(
+        /^[A-Za-z0-9]+$/,
+      )
+    }
+  })
+
+  it('makes ids of c and 24 characters of [a-z0-9]', () => {
+    const ids = new Set(Array.from({ length: 1000 }, newTokenId))
+    expect(ids.size).toBe(1000)
+    for (const id of ids) expect(id).toMatch(/^c[a-z0-9]{24}$/)
+  })
+
+  it('parses only three-part strings with a known usage and a JSON object payload with u', () => {
+    const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url')
+    expect(parseToken(`pk.${b64({ u: 'a', a: 'c' })}.sig`)?.usage).toBe('pk')
+    expect(parseToken(`pk.${b64({ a: 'c' })}.sig`)).toBeUndefined()
+    expect(parseToken(`pk.${b64([1])}.sig`)).toBeUndefined()
+    expect(parseToken(`tk.${b64({ u: 'a', exp: '1', iat: 1 })}.sig`)).toBeUndefined()
+    expect(parseToken(`tk.${b64({ u: 'a', exp: 1, iat: 1 })}.sig`)?.usage).toBe('tk')
+    expect(parseToken(`pk.${b64({ u: 'a' })}`)).toBeUndefined()
+  })
+})
+
+describe('SIGNING_KEYS', () => {
+  it('reads id:base64 pairs, oldest first, and refuses short or duplicate keys', () => {
+    const k = Buffer.alloc(32, 1).toString('base64')
+    expect(parseSigningKeys(`a:${k},b:${k}`).map((x) => x.id)).toEqual(['a', 'b'])
+    expect(() => parseSigningKeys('a:c2hvcnQ=')).toThrow(/at least 32 bytes/)
+    expect(() => parseSigningKeys(`a:${k},a:${k}`)).toThrow(/unique/)
+    expect(() => parseSigningKeys(k)).toThrow(/id:base64secret/)
+  })
+})
+
+describe('input rules', () => {
+  it('accepts URLs, host names, ports, paths and *. wildcards; refuses the rest', () => {
+    const ok = [
+      'https://example.com',
+      'http://a.b.c:8080/x/y?z=1',
+      'example.com',
+      '*.example.com',
+      'localhost:3000',
+      'https://*.example.com/maps',
+    ]
+    expect(normalizeAllowedUrls(ok)).toEqual(ok)
+    for (const bad of [
+      'ftp://a.com',
+      'a b',
+      'https://',
+      '*.',
+      'a.com:99999',
+      '-a.com',
+      'https://a.com:0x',
+    ]) {
+      expect(() => normalizeAllowedUrls([bad]), bad).toThrow(ApiError)
+    }
+    expect(normalizeAllowedUrls([])).toBeNull()
+  })
+
+  it('parses RFC 3339 timestamps with Z, an offset or no zone, and refuses impossible dates', () => {
+    expect(parseTimestamp('2026-11-22T12:00:00Z')).toBe(Date.UTC(2026, 10, 22, 12))
+    expect(parseTimestamp('2026-11-22T12:00:00.5')).toBe(Date.UTC(2026, 10, 22, 12, 0, 0, 500))
+    expect(parseTimestamp('2026-11-22T14:30:00+02:30')).toBe(Date.UTC(2026, 10, 22, 12))
+    expect(parseTimestamp('2026-11-22T09:00:00-0300')).toBe(Date.UTC(2026, 10, 22, 12))
+    for (const bad of [
+      '2026-02-30T00:00:00Z',
+      '2026-11-22',
+      'now',
+      '2026-11-22T25:00:00Z',
+      '2026-11-22T12:00:00+25:00',
+    ]) {
+      expect(parseTimestamp(bad), bad).toBeUndefined()
+    }
+  })
+})
+
+describe('self-signed certificate', () => {
+  it('is a valid X.509 certificate for localhost and 127.0.0.1, signed by its own key', () => {
+    const { cert } = generateSelfSigned(new Date('2026-11-22T00:00:00Z'))
+    const x = new X509Certificate(cert)
+    expect(x.subject).toBe('CN=localhost')
+    expect(x.subjectAltName).toBe('DNS:localhost, IP Address:127.0.0.1')
+    expect(x.checkHost('localhost')).toBe('localhost')
+    expect(x.checkIP('127.0.0.1')).toBe('127.0.0.1')
+    expect(x.verify(x.publicKey)).toBe(true)
+    expect(x.validFrom).toBe('Nov 21 00:00:00 2026 GMT')
+  })
+})
