@@ -1,9 +1,36 @@
 import { defineConfig } from 'vitest/config'
 
+// Storage and HTTP suites run once per dialect: SQLite always, PostgreSQL when
+// TEST_DATABASE_URL is set (.ci/run sets it and requires the server).
+const postgres = process.env.TEST_DATABASE_URL
+const perDialect = ['test/http/**/*.test.ts', 'test/e2e/sdk.test.ts']
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'sqlite',
+          include: ['test/**/*.test.ts'],
+          exclude: ['test/scale/**'],
+          env: { TEST_DIALECT: 'sqlite' },
+        },
+      },
+      ...(postgres
+        ? [
+            {
+              extends: true,
+              test: {
+                name: 'postgres',
+                include: [...perDialect, 'test/scale/**/*.test.ts'],
+                env: { TEST_DIALECT: 'postgres' },
+              },
+            },
+          ]
+        : []),
+    ],
   },
 })

@@ -1,6 +1,8 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyServerOptions } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify'
 import Fastify from 'fastify'
+import type { Logger } from 'pino'
 import type { AppContext } from './context.js'
+import { isUnavailable } from './db/database.js'
 import { ApiError } from './errors.js'
 import { guard, rateLimitHeaders } from './http/guard.js'
 import { openapi } from './http/openapi.js'
@@ -29,14 +31,14 @@ export function parseQuery(query: string): Record<string, string> {
 const exposed = ['Link', ...rateLimitHeaders].join(', ')
 
 export interface AppOptions {
-  logger?: FastifyServerOptions['logger']
+  logger?: Logger
   https?: { cert: Buffer; key: Buffer }
 }
 
 export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInstance {
   const { http } = ctx.config
   const app = Fastify({
-    logger: options.logger ?? false,
+    ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     // Fastify's types make `https` select a different server type; the app is the same.
     ...(options.https ? { https: options.https } : {}),
     trustProxy: http.trustProxy,
@@ -106,6 +108,11 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
     if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
       const invalid = new ApiError('invalidResources', error.message)
       return reply.code(invalid.statusCode).send(invalid.toJSON())
+    }
+    if (isUnavailable(error)) {
+      request.log.warn({ err: error.message }, 'database unavailable')
+      const unavailable = new ApiError('unavailable')
+      return reply.code(unavailable.statusCode).send(unavailable.toJSON())
     }
     request.log.error({ err: error }, 'unhandled error')
     const internal = new ApiError('internal')

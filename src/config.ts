@@ -16,7 +16,9 @@ export interface Env {
   SCOPES_FILE?: string
   DATABASE_URL?: string
   DATABASE_POOL_SIZE?: string
+  DATABASE_SCHEMA?: string
   REDIS_URL?: string
+  REDIS_KEY_PREFIX?: string
   RATE_LIMIT_PER_MINUTE?: string
   LOG_LEVEL?: string
 }
@@ -33,7 +35,9 @@ const names: (keyof Env)[] = [
   'SCOPES_FILE',
   'DATABASE_URL',
   'DATABASE_POOL_SIZE',
+  'DATABASE_SCHEMA',
   'REDIS_URL',
+  'REDIS_KEY_PREFIX',
   'RATE_LIMIT_PER_MINUTE',
   'LOG_LEVEL',
 ]
@@ -59,8 +63,10 @@ export interface Config {
     tls?: { cert: string; key: string }
   }
   dataDir: string
-  db: { kind: 'sqlite'; file: string } | { kind: 'postgres'; url: string; poolSize: number }
-  redisUrl?: string
+  db:
+    | { kind: 'sqlite'; file: string }
+    | { kind: 'postgres'; url: string; poolSize: number; schema?: string }
+  redis?: { url: string; keyPrefix: string }
   scopesFile: string
   signingKeys?: string
   rateLimitPerMinute: number
@@ -121,10 +127,14 @@ export function toConfig(env: Env): Config {
     if (!/^postgres(ql)?:\/\//.test(env.DATABASE_URL)) {
       throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://')
     }
+    if (env.DATABASE_SCHEMA !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(env.DATABASE_SCHEMA)) {
+      throw new ConfigError('DATABASE_SCHEMA must be 1-63 characters of a-z, 0-9 and _')
+    }
     db = {
       kind: 'postgres',
       url: env.DATABASE_URL,
       poolSize: integer('DATABASE_POOL_SIZE', env.DATABASE_POOL_SIZE, 10, 1, 1000),
+      schema: env.DATABASE_SCHEMA,
     }
   }
   if (env.REDIS_URL !== undefined && !/^rediss?:\/\//.test(env.REDIS_URL)) {
@@ -144,7 +154,9 @@ export function toConfig(env: Env): Config {
     },
     dataDir,
     db,
-    redisUrl: env.REDIS_URL,
+    redis: env.REDIS_URL
+      ? { url: env.REDIS_URL, keyPrefix: env.REDIS_KEY_PREFIX ?? 'tessera:' }
+      : undefined,
     scopesFile: env.SCOPES_FILE ?? defaultScopesFile,
     signingKeys: env.SIGNING_KEYS,
     rateLimitPerMinute: integer('RATE_LIMIT_PER_MINUTE', env.RATE_LIMIT_PER_MINUTE, 100, 1, 1e9),

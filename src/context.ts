@@ -1,7 +1,9 @@
+import { type Logger, pino } from 'pino'
 import { AccountService } from './accounts/service.js'
 import type { Config } from './config.js'
 import { createDatabase, type Db, migrateToLatest } from './db/database.js'
 import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js'
+import { RedisRateLimiter } from './ratelimit/redis.js'
 import { ScopeCatalog } from './scopes/catalog.js'
 import { Keyring } from './tokens/keyring.js'
 import { TokenService } from './tokens/service.js'
@@ -9,6 +11,7 @@ import { TokenService } from './tokens/service.js'
 /** Every dependency, built once from config. Tests pass overrides instead of patching globals. */
 export interface AppContext {
   config: Config
+  log: Logger
   db: Db
   keyring: Keyring
   catalog: ScopeCatalog
@@ -20,8 +23,7 @@ export interface AppContext {
 
 export interface Overrides {
   now?: () => number
-  rateLimiter?: RateLimiter
-  db?: Db
+  log?: Logger
 }
 
 export async function createContext(
@@ -32,13 +34,22 @@ export async function createContext(
     ? Keyring.fromEnv(config.signingKeys)
     : Keyring.fromDataDir(config.dataDir)
   const catalog = ScopeCatalog.fromFile(config.scopesFile)
-  const db = overrides.db ?? createDatabase(config.db)
-  await migrateToLatest(db)
+  const log = overrides.log ?? pino({ level: 'silent' })
+  const db = createDatabase(config.db)
+  try {
+    await migrateToLatest(db, config.db)
+  } catch (err) {
+    await db.destroy()
+    throw err
+  }
   const tokens = new TokenService({ db, keyring, catalog, now: overrides.now })
   const accounts = new AccountService(db, catalog, tokens)
-  const rateLimiter = overrides.rateLimiter ?? new MemoryRateLimiter(config.rateLimitPerMinute)
+  const rateLimiter = config.redis
+    ? new RedisRateLimiter(config.redis.url, config.redis.keyPrefix, config.rateLimitPerMinute, log)
+    : new MemoryRateLimiter(config.rateLimitPerMinute)
   return {
     config,
+    log,
     db,
     keyring,
     catalog,

@@ -1,6 +1,7 @@
 import { readFileSync, realpathSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
+import { pino } from 'pino'
 import { buildApp, redactUrl } from './app.js'
 import { type Config, readEnv, toConfig } from './config.js'
 import { type AppContext, createContext } from './context.js'
@@ -16,7 +17,13 @@ export interface Running {
 
 /** Starts the service: context, migrations, TLS, listen. */
 export async function start(config: Config): Promise<Running> {
-  const ctx = await createContext(config)
+  const log = pino({
+    level: config.logLevel,
+    serializers: {
+      req: (req) => ({ method: req.method, url: redactUrl(req.url), remoteAddress: req.ip }),
+    },
+  })
+  const ctx = await createContext(config, { log })
   const { http } = config
   let https: { cert: Buffer; key: Buffer } | undefined
   let certFile: string | undefined
@@ -27,15 +34,7 @@ export async function start(config: Config): Promise<Running> {
     certFile = files.certFile
     https = { cert: readFileSync(files.certFile), key: readFileSync(files.keyFile) }
   }
-  const app = buildApp(ctx, {
-    https,
-    logger: {
-      level: config.logLevel,
-      serializers: {
-        req: (req) => ({ method: req.method, url: redactUrl(req.url), remoteAddress: req.ip }),
-      },
-    },
-  })
+  const app = buildApp(ctx, { https, logger: log })
   await app.listen({ host: http.host, port: http.port })
   const address = app.server.address()
   const port = typeof address === 'object' && address !== null ? address.port : http.port

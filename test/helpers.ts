@@ -7,6 +7,7 @@ import { type Env, toConfig } from '../src/config.js'
 import { type AppContext, createContext } from '../src/context.js'
 import type { AccountRecord } from '../src/db/repositories.js'
 import type { TokenView } from '../src/tokens/service.js'
+import { dialectEnv } from './dialect.js'
 
 export interface Harness {
   ctx: AppContext
@@ -29,7 +30,13 @@ export const T0 = Date.parse('2026-11-22T12:00:00.000Z')
 export async function harness(env: Env = {}): Promise<Harness> {
   const dir = mkdtempSync(path.join(tmpdir(), 'tessera-test-'))
   const clock = { now: T0 }
-  const config = toConfig({ DATA_DIR: dir, RATE_LIMIT_PER_MINUTE: '100000', ...env })
+  const storage = dialectEnv()
+  const config = toConfig({
+    DATA_DIR: dir,
+    RATE_LIMIT_PER_MINUTE: '100000',
+    ...storage.env,
+    ...env,
+  })
   const ctx = await createContext(config, { now: () => clock.now })
   const app = buildApp(ctx)
   await app.ready()
@@ -54,6 +61,7 @@ export async function harness(env: Env = {}): Promise<Harness> {
     async close() {
       await app.close()
       await ctx.close()
+      await storage.drop()
       rmSync(dir, { recursive: true, force: true })
     },
   }

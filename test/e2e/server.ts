@@ -3,6 +3,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
+import { dialectEnv } from '../dialect.js'
 
 const root = path.resolve(import.meta.dirname, '../..')
 const run = promisify(execFile)
@@ -18,7 +19,16 @@ export interface ServerProcess {
 /** Starts the built server (`node dist/src/server.js`) on a random port. */
 export async function startServer(extraEnv: Record<string, string> = {}): Promise<ServerProcess> {
   const dataDir = extraEnv.DATA_DIR ?? mkdtempSync(path.join(tmpdir(), 'tessera-e2e-'))
-  const env = { ...process.env, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', ...extraEnv }
+  // A server given its own DATABASE_URL (several instances on one database) keeps it.
+  const storage = extraEnv.DATABASE_URL ? undefined : dialectEnv()
+  const env = {
+    ...process.env,
+    DATA_DIR: dataDir,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    ...storage?.env,
+    ...extraEnv,
+  }
   const child: ChildProcess = spawn(process.execPath, [path.join(root, 'dist/src/server.js')], {
     env,
     cwd: dataDir,
@@ -52,12 +62,14 @@ export async function startServer(extraEnv: Record<string, string> = {}): Promis
     certFile,
     env,
     output: () => out,
-    stop: () =>
-      new Promise((resolve) => {
+    async stop() {
+      await new Promise<void>((resolve) => {
         if (child.exitCode !== null) return resolve()
         child.once('exit', () => resolve())
         child.kill('SIGTERM')
-      }),
+      })
+      await storage?.drop()
+    },
   }
 }
 
