@@ -11,7 +11,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     projects: [
       {
-        extends: true,
+        extends: true as const,
         test: {
           name: 'sqlite',
           include: ['test/**/*.test.ts'],
@@ -22,7 +22,7 @@ export default defineConfig({
       ...(postgres
         ? [
             {
-              extends: true,
+              extends: true as const,
               test: {
                 name: 'postgres',
                 include: [...perDialect, 'test/scale/**/*.test.ts'],
