@@ -1,0 +1,346 @@
+// `npm run bench [-- --scale]`: Tessera's production build against the Fastify floor.
+// See README "Performance". Knobs: BENCH_SECONDS, BENCH_ROUNDS, BENCH_CONNECTIONS;
+// DATABASE_URL / REDIS_URL select PostgreSQL / Redis for the service.
+import { execFile, spawn } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { request } from 'node:https'
+import { cpus, tmpdir } from 'node:os'
+import path from 'node:path'
+import { promisify } from 'node:util'
+import { generator, load } from './load.js'
+
+const root = path.resolve(import.meta.dirname, '..')
+const scale = process.argv.includes('--scale')
+const seconds = Number(process.env.BENCH_SECONDS ?? 4)
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 10)
+const exec = promisify(execFile)
+
+/** Starts a node script and waits for `pattern` in its output; resolves to {child, match}. */
+function start(script, args, env, pattern) {
+  const child = spawn(process.execPath, [script, ...args], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let out = ''
+  return new Promise((resolve, reject) => {
+    const onData = (d) => {
+      out += d
+      const m = pattern.exec(out)
+      if (m) resolve({ child, match: m, output: () => out })
+    }
+    child.stdout.on('data', onData)
+    child.stderr.on('data', onData)
+    child.on('exit', (code) => reject(new Error(`${script} exited with ${code}:\n${out}`)))
+  })
+}
+
+const rss = (pid) => {
+  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]
+  return Math.round(Number(kb) / 1024)
+}
+
+function api(base, ca, method, route, body) {
+  return new Promise((resolve, reject) => {
+    const req = request(`${base}${route}`, { method, ca }, (res) => {
+      let text = ''
+      res.on('data', (d) => {
+        text += d
+      })
+      res.on('end', () => resolve({ status: res.statusCode, text, body: text && JSON.parse(text) }))
+    })
+    req.on('error', reject)
+    if (body) req.setHeader('content-type', 'application/json')
+    req.end(body && JSON.stringify(body))
+  })
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+const fmt = (n, d = 0) => (Number.isFinite(n) ? n.toFixed(d) : '-')
+
+async function main() {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'tessera-bench-'))
+  const env = {
+    ...process.env,
+    DATA_DIR: dataDir,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    RATE_LIMIT_PER_MINUTE: '1000000000',
+    LOG_LEVEL: 'warn',
+  }
+  const tessera = async (...args) =>
+    JSON.parse(
+      (await exec(process.execPath, [path.join(root, 'bin/tessera.js'), ...args], { env })).stdout,
+    )
+
+  await tessera('account', 'create', 'bench')
+  const sk = await tessera(
+    'token',
+    'create',
+    'bench',
+    '--scopes',
+    'tokens:read,tokens:write,scopes:list,styles:read',
+  )
+  const pk = await tessera('token', 'create', 'bench', '--scopes', 'styles:read,fonts:read')
+  let bigToken
+  if (scale) {
+    await fillScale(env)
+    bigToken = (await tessera('token', 'create', 'big', '--scopes', 'tokens:read')).token
+  }
+
+  const service = await start(path.join(root, 'dist/src/server.js'), [], env, /listening on (\S+)/)
+  const base = service.match[1]
+  const certFile = path.join(dataDir, 'tls', 'cert.pem')
+  const ca = readFileSync(certFile)
+  const floor = await start(
+    path.join(root, 'bench/floor.js'),
+    [certFile, path.join(dataDir, 'tls', 'key.pem'), '0'],
+    process.env,
+    /floor ready (\d+)/,
+  )
+  const floorBase = `https://127.0.0.1:${floor.match[1]}`
+
+  try {
+    const expires = new Date(Date.now() + 3_600_000 - 60_000).toISOString()
+    const tk = (
+      await api(base, ca, 'POST', `/tokens/v2/bench?access_token=${sk.token}`, {
+        expires,
+        scopes: ['styles:read'],
+      })
+    ).body
+    for (let i = 0; i < 100; i++) {
+      await api(base, ca, 'POST', `/tokens/v2/bench?access_token=${sk.token}`, {
+        note: `t${i}`,
+        scopes: ['styles:read'],
+      })
+    }
+    if (scale) {
+      const pages = await runScale({ base, ca, bigToken, service })
+      const small = {
+        name: 'about 100 tokens, first page',
+        route: `/tokens/v2/bench?limit=100&access_token=${sk.token}`,
+      }
+      return await scaleReport({ base, ca, pages, small, service, pk })
+    }
+
+    const createBody = JSON.stringify({ note: 'bench', scopes: ['styles:read'] })
+    const scenarios = [
+      { name: 'retrieve pk', route: `/tokens/v2?access_token=${pk.token}` },
+      { name: 'retrieve sk', route: `/tokens/v2?access_token=${sk.token}` },
+      { name: 'retrieve tk', route: `/tokens/v2?access_token=${tk.token}` },
+      { name: 'retrieve malformed', route: '/tokens/v2?access_token=not-a-token' },
+      { name: 'list (limit 100)', route: `/tokens/v2/bench?limit=100&access_token=${sk.token}` },
+      {
+        name: 'create',
+        route: `/tokens/v2/bench?access_token=${sk.token}`,
+        method: 'POST',
+        body: createBody,
+      },
+      { name: 'list scopes', route: `/scopes/v1/bench?access_token=${sk.token}` },
+    ]
+    for (const s of scenarios) {
+      const res = await api(base, ca, s.method ?? 'GET', s.route, s.body && JSON.parse(s.body))
+      if (res.status !== 200) throw new Error(`${s.name}: ${res.status} ${res.text}`)
+      s.size = Buffer.byteLength(res.text)
+      s.floor = []
+      s.service = []
+    }
+    const rssStart = rss(service.child.pid)
+    process.stdout.write(
+      `Tessera benchmark: ${generator}, ${connections} connections, ${seconds} s x ${rounds} rounds, ` +
+        `${cpus().length} CPUs, ${env.DATABASE_URL ? 'PostgreSQL' : 'SQLite'}${env.REDIS_URL ? ' + Redis' : ''}\n`,
+    )
+    for (let round = 1; round <= rounds; round++) {
+      for (const s of scenarios) {
+        s.floor.push(await load({ url: `${floorBase}/floor/${s.size}`, connections, seconds }))
+        s.service.push(
+          await load({
+            url: `${base}${s.route}`,
+            method: s.method,
+            body: s.body,
+            connections,
+            seconds,
+          }),
+        )
+        process.stdout.write(`  round ${round}: ${s.name}\n`)
+      }
+    }
+    const table = scenarios.map((s) => {
+      const ratios = s.service.map((r, i) => r.rps / s.floor[i].rps)
+      return {
+        scenario: s.name,
+        bytes: s.size,
+        floorRps: median(s.floor.map((r) => r.rps)),
+        rps: median(s.service.map((r) => r.rps)),
+        p50: median(s.service.map((r) => r.p50)),
+        p99: median(s.service.map((r) => r.p99)),
+        floorP50: median(s.floor.map((r) => r.p50)),
+        ratio: median(ratios),
+        non2xx: s.service.reduce((n, r) => n + r.non2xx, 0),
+      }
+    })
+    const rssEnd = rss(service.child.pid)
+    const lines = [
+      '',
+      '| scenario | bytes | floor req/s | req/s | ratio | p50 ms | p99 ms | floor p50 ms |',
+      '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+      ...table.map(
+        (r) =>
+          `| ${r.scenario} | ${r.bytes} | ${fmt(r.floorRps)} | ${fmt(r.rps)} | ${fmt(r.ratio, 2)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${fmt(r.floorP50, 2)} |`,
+      ),
+      '',
+      `service RSS: ${rssStart} MB before the load, ${rssEnd} MB after`,
+    ]
+    process.stdout.write(`${lines.join('\n')}\n`)
+    if (table.some((r) => r.non2xx > 0)) throw new Error('some requests failed: see non2xx')
+    save({ kind: 'http', generator, connections, seconds, rounds, rssStart, rssEnd, table })
+  } finally {
+    service.child.kill('SIGTERM')
+    floor.child.kill('SIGTERM')
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+}
+
+function save(result) {
+  const dir = path.join(root, 'bench', 'results')
+  mkdirSync(dir, { recursive: true })
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-')
+  const body = `${JSON.stringify({ at: new Date().toISOString(), node: process.version, ...result }, null, 2)}\n`
+  writeFileSync(path.join(dir, `${result.kind}-${stamp}.json`), body)
+  writeFileSync(path.join(dir, `${result.kind}-latest.json`), body)
+  process.stdout.write(`written to bench/results/${result.kind}-latest.json\n`)
+}
+
+const bigCount = Number(process.env.BENCH_SCALE_TOKENS ?? 1_000_000)
+const bigBase = Date.parse('2026-01-01T00:00:00.000Z')
+
+/** Bulk-inserts `bigCount` tokens into account "big" (not over HTTP). */
+async function fillScale(env) {
+  const { readEnv, toConfig } = await import('../dist/src/config.js')
+  const { createContext } = await import('../dist/src/context.js')
+  const { tokensRepo } = await import('../dist/src/db/repositories.js')
+  const ctx = await createContext(toConfig(readEnv(env)))
+  try {
+    const account = (await ctx.accounts.create('big')).username
+    const keyId = ctx.keyring.current.id
+    const started = Date.now()
+    const batch = 500
+    for (let i = 0; i < bigCount; i += batch) {
+      const rows = []
+      for (let j = i; j < Math.min(i + batch, bigCount); j++)
+        rows.push(bigRecord(account, keyId, j))
+      await tokensRepo.insertMany(ctx.db, rows)
+    }
+    process.stdout.write(
+      `inserted ${bigCount} tokens in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
+    )
+  } finally {
+    await ctx.close()
+  }
+}
+
+const bigId = (j) => `c${String(j).padStart(24, '0')}`
+function bigRecord(username, keyId, j) {
+  const at = new Date(bigBase + j).toISOString()
+  return {
+    id: bigId(j),
+    username,
+    usage: 'pk',
+    isDefault: false,
+    note: `bulk ${j}`,
+    scopes: ['styles:read'],
+    allowedUrls: null,
+    scopeless: false,
+    keyId,
+    created: at,
+    modified: at,
+  }
+}
+
+async function runScale({ base, ca, bigToken, service }) {
+  const { encodeCursor } = await import('../dist/src/tokens/cursor.js')
+  const cursorAt = (j) =>
+    encodeCursor({
+      username: 'big',
+      sortby: 'created',
+      at: new Date(bigBase + j).toISOString(),
+      id: bigId(j),
+    })
+  const pages = [
+    {
+      name: `${bigCount} tokens, first page`,
+      route: `/tokens/v2/big?limit=100&access_token=${bigToken}`,
+    },
+    {
+      name: `${bigCount} tokens, middle page`,
+      route: `/tokens/v2/big?limit=100&start=${cursorAt(Math.floor(bigCount / 2))}&access_token=${bigToken}`,
+    },
+    {
+      name: `${bigCount} tokens, last page`,
+      route: `/tokens/v2/big?limit=100&start=${cursorAt(bigCount - 101)}&access_token=${bigToken}`,
+    },
+  ]
+  for (const p of pages) {
+    const res = await api(base, ca, 'GET', p.route)
+    if (res.status !== 200 || res.body.length !== 100)
+      throw new Error(`${p.name}: ${res.status} ${res.text.slice(0, 200)}`)
+  }
+  return pages
+}
+
+async function scaleReport({ base, pages, small, service, pk }) {
+  const all = [small, ...pages]
+  for (const p of all) p.runs = []
+  process.stdout.write(
+    `List-page latency, 1 connection, ${seconds} s x ${rounds} rounds (${generator})\n`,
+  )
+  for (let round = 1; round <= rounds; round++) {
+    for (const p of all) {
+      p.runs.push(await load({ url: `${base}${p.route}`, connections: 1, seconds }))
+    }
+    process.stdout.write(`  round ${round} done\n`)
+  }
+  const smallP50 = median(small.runs.map((r) => r.p50))
+  const table = all.map((p) => {
+    const p50 = median(p.runs.map((r) => r.p50))
+    return {
+      page: p.name,
+      rps: median(p.runs.map((r) => r.rps)),
+      p50,
+      p99: median(p.runs.map((r) => r.p99)),
+      vsSmall: p50 / smallP50,
+    }
+  })
+
+  // Resident memory while validating 1,000,000 tokens: sampled after each quarter.
+  const memory = [{ validations: 0, rssMb: rss(service.child.pid) }]
+  let done = 0
+  const target = Number(process.env.BENCH_VALIDATIONS ?? 1_000_000)
+  while (done < target) {
+    const r = await load({
+      url: `${base}/tokens/v2?access_token=${pk.token}`,
+      connections,
+      seconds: 10,
+    })
+    done += r.requests
+    memory.push({ validations: done, rssMb: rss(service.child.pid) })
+  }
+  const lines = [
+    '',
+    '| list page | req/s | p50 ms | p99 ms | p50 vs 100 tokens |',
+    '| --- | ---: | ---: | ---: | ---: |',
+    ...table.map(
+      (r) =>
+        `| ${r.page} | ${fmt(r.rps)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${fmt(r.vsSmall, 2)} |`,
+    ),
+    '',
+    `resident memory (MB) by validations: ${memory.map((m) => `${m.validations}: ${m.rssMb}`).join(', ')}`,
+  ]
+  process.stdout.write(`${lines.join('\n')}\n`)
+  save({ kind: 'scale', generator, tokens: bigCount, seconds, rounds, table, memory })
+}
+
+main().catch((err) => {
+  process.stderr.write(`bench: ${err.stack}\n`)
+  process.exitCode = 1
+})
