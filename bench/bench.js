@@ -115,7 +115,7 @@ async function main() {
       })
     }
     if (scale) {
-      const pages = await runScale({ base, ca, bigToken, service })
+      const pages = await runScale({ base, ca, bigToken })
       const small = {
         name: 'about 100 tokens, first page',
         route: `/tokens/v2/bench?limit=100&access_token=${sk.token}`,
@@ -257,7 +257,7 @@ function bigRecord(username, keyId, j) {
   }
 }
 
-async function runScale({ base, ca, bigToken, service }) {
+async function runScale({ base, ca, bigToken }) {
   const { encodeCursor } = await import('../dist/src/tokens/cursor.js')
   const cursorAt = (j) =>
     encodeCursor({

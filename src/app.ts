@@ -21,10 +21,25 @@ declare module 'fastify' {
 /** Hides the value of `access_token` so that no log line ever holds a token string. */
 export const redactUrl = (url: string) => url.replace(/([?&]access_token=)[^&#]*/gi, '$1[redacted]')
 
-/** A repeated query parameter takes its first value; malformed escapes are kept as given. */
+const decode = (text: string) => {
+  if (!text.includes('%') && !text.includes('+')) return text
+  const spaced = text.replaceAll('+', ' ')
+  try {
+    return decodeURIComponent(spaced)
+  } catch {
+    return spaced // a malformed escape is kept as given
+  }
+}
+
+/** A repeated query parameter takes its first value. */
 export function parseQuery(query: string): Record<string, string> {
   const out: Record<string, string> = Object.create(null)
-  for (const [key, value] of new URLSearchParams(query)) if (!(key in out)) out[key] = value
+  for (const pair of query.split('&')) {
+    if (pair === '') continue
+    const eq = pair.indexOf('=')
+    const key = decode(eq === -1 ? pair : pair.slice(0, eq))
+    if (!(key in out)) out[key] = eq === -1 ? '' : decode(pair.slice(eq + 1))
+  }
   return out
 }
 
@@ -81,14 +96,21 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
     }
   })
 
-  app.addHook('onRequest', async (request, reply) => {
-    reply.header('Access-Control-Allow-Origin', '*')
-    reply.header('Access-Control-Expose-Headers', exposed)
+  const cors = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': exposed }
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.headers(cors)
     if (http.trustProxy && request.headers['x-forwarded-proto'] !== 'https') {
-      throw new ApiError('httpsRequired')
+      return done(new ApiError('httpsRequired'))
     }
+    done()
   })
-  app.addHook('onRequest', guard(ctx))
+  // Authenticated routes (those naming a scope) run the guard first, before the body is read.
+  const authenticate = guard(ctx)
+  app.addHook('onRoute', (route) => {
+    if ((route.config as { scope?: string } | undefined)?.scope === undefined) return
+    const own = route.onRequest === undefined ? [] : [route.onRequest].flat()
+    route.onRequest = [authenticate, ...own]
+  })
 
   app.options('*', async (request, reply) => {
     reply

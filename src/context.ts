@@ -1,10 +1,12 @@
 import { type Logger, pino } from 'pino'
 import { AccountService } from './accounts/service.js'
 import type { Config } from './config.js'
+import { localChanges, postgresChanges } from './db/changes.js'
 import { createDatabase, type Db, migrateToLatest } from './db/database.js'
 import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js'
 import { RedisRateLimiter } from './ratelimit/redis.js'
 import { ScopeCatalog } from './scopes/catalog.js'
+import { TokenCache } from './tokens/cache.js'
 import { Keyring } from './tokens/keyring.js'
 import { TokenService } from './tokens/service.js'
 
@@ -42,7 +44,14 @@ export async function createContext(
     await db.destroy()
     throw err
   }
-  const tokens = new TokenService({ db, keyring, catalog, now: overrides.now })
+  // Token records are cached in process only while the change feed keeps every cache exact.
+  const cache = new TokenCache({ enabled: false })
+  const changes = config.db.kind === 'postgres' ? postgresChanges(config.db, log) : localChanges
+  changes.listen(
+    (id) => cache.invalidate(id),
+    (live) => cache.setEnabled(live),
+  )
+  const tokens = new TokenService({ db, keyring, catalog, cache, changes, now: overrides.now })
   const accounts = new AccountService(db, catalog, tokens)
   const rateLimiter = config.redis
     ? new RedisRateLimiter(config.redis.url, config.redis.keyPrefix, config.rateLimitPerMinute, log)
@@ -57,6 +66,7 @@ export async function createContext(
     accounts,
     rateLimiter,
     async close() {
+      await changes.close()
       await rateLimiter.close()
       await db.destroy()
     },

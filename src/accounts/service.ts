@@ -11,16 +11,24 @@ export const usernamePattern = /^[a-z0-9][a-z0-9_-]{0,31}$/
 export class AccountError extends Error {}
 
 export class AccountService {
+  /** Accounts are never changed or removed once created, so a found one can be kept. */
+  private readonly known = new Map<string, AccountRecord>()
+
   constructor(
     private readonly db: Db,
     private readonly catalog: ScopeCatalog,
     private readonly tokens: TokenService,
   ) {}
 
-  find(username: string): Promise<AccountRecord | undefined> {
-    return usernamePattern.test(username)
-      ? accountsRepo.find(this.db, username)
-      : Promise.resolve(undefined)
+  async find(username: string): Promise<AccountRecord | undefined> {
+    const known = this.known.get(username)
+    if (known !== undefined || !usernamePattern.test(username)) return known
+    const account = await accountsRepo.find(this.db, username)
+    if (account !== undefined) {
+      if (this.known.size >= 100_000) this.known.clear()
+      this.known.set(username, account)
+    }
+    return account
   }
 
   /** Creates an account with its default public token, in one transaction. */

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs'
 import path from 'node:path'
 import SQLite from 'better-sqlite3'
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely'
+import { Kysely, Migrator, PostgresDialect, type SqliteDatabase, SqliteDialect, sql } from 'kysely'
 import pg from 'pg'
 import type { Config } from '../config.js'
 import { migrationProvider } from './migrations/index.js'
@@ -31,7 +31,28 @@ export function createDatabase(config: Config['db']): Db {
   sqlite.pragma('foreign_keys = ON')
   // The CLI may write while the server runs on the same file.
   sqlite.pragma('busy_timeout = 5000')
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) })
+  return new Kysely<Database>({
+    dialect: new SqliteDialect({ database: reusingStatements(sqlite) }),
+  })
+}
+
+/**
+ * Kysely prepares every query afresh; preparing costs more than running a point query. Keep
+ * the prepared statements by SQL text (a bounded set: the repositories' queries).
+ */
+function reusingStatements(sqlite: SQLite.Database): SqliteDatabase {
+  const statements = new Map<string, SQLite.Statement>()
+  return {
+    prepare(text: string) {
+      let statement = statements.get(text)
+      if (statement === undefined) {
+        statement = sqlite.prepare(text)
+        if (statements.size < 256) statements.set(text, statement)
+      }
+      return statement
+    },
+    close: () => sqlite.close(),
+  }
 }
 
 /**

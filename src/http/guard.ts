@@ -28,10 +28,13 @@ export const rateLimitHeaders = [
  */
 export async function rateLimit(ctx: AppContext, reply: FastifyReply, key: string, enforce = true) {
   const now = ctx.tokens.now()
-  const { allowed, limit, reset } = await ctx.rateLimiter.hit(key, now)
-  reply.header('X-Rate-Limit-Interval', ctx.rateLimiter.intervalS)
-  reply.header('X-Rate-Limit-Limit', limit)
-  reply.header('X-Rate-Limit-Reset', reset)
+  const hit = ctx.rateLimiter.hit(key, now)
+  const { allowed, limit, reset } = hit instanceof Promise ? await hit : hit
+  reply.headers({
+    'X-Rate-Limit-Interval': ctx.rateLimiter.intervalS,
+    'X-Rate-Limit-Limit': limit,
+    'X-Rate-Limit-Reset': reset,
+  })
   if (allowed || !enforce) return
   reply.header('Retry-After', Math.max(1, reset - Math.floor(now / 1000)))
   throw new ApiError('tooManyRequests')
@@ -49,8 +52,7 @@ export const accessToken = (request: FastifyRequest): string | undefined => {
  */
 export function guard(ctx: AppContext) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
-    const scope = request.routeOptions.config.scope
-    if (scope === undefined) return
+    const scope = request.routeOptions.config.scope as string
     const token = accessToken(request)
     const validation = token === undefined ? undefined : await ctx.tokens.validate(token)
     if (validation?.code !== 'TokenValid') {

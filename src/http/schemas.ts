@@ -76,12 +76,21 @@ export const TokenObject = Type.Object({
   token: Type.Optional(Type.String()),
 })
 
-export const TemporaryToken = Type.Object({
-  token: Type.String(),
-  issued_at: Type.String(),
-  expires: Type.String(),
-  expires_in: Type.Integer(),
-})
+/**
+ * What create answers: a token object, or for a temporary token {token, issued_at, expires,
+ * expires_in}. One object schema with optional fields rather than a union, which the
+ * serializer would have to resolve by validating each branch on every response.
+ */
+export const CreateResult = Type.Object(
+  {
+    ...Type.Partial(Type.Omit(TokenObject, ['token'])).properties,
+    token: Type.String(),
+    issued_at: Type.Optional(Type.String()),
+    expires: Type.Optional(Type.String()),
+    expires_in: Type.Optional(Type.Integer()),
+  },
+  { description: 'A token object, or a temporary token when the request had expires' },
+)
 
 export const Validation = Type.Object({
   code: Type.String(),

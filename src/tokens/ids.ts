@@ -2,15 +2,24 @@ import { randomBytes } from 'node:crypto'
 
 const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789'
 
+// Random bytes drawn in blocks: one call to the system source serves many ids.
+let pool = Buffer.alloc(0)
+let offset = 0
+const nextByte = () => {
+  if (offset === pool.length) {
+    pool = randomBytes(4096)
+    offset = 0
+  }
+  return pool[offset++] as number
+}
+
 /** `length` characters of [a-z0-9], uniform, from the cryptographic random source. */
 export function randomAlnum(length: number): string {
   let out = ''
   while (out.length < length) {
-    for (const byte of randomBytes(length * 2)) {
-      // 252 = 7 * 36: rejecting the top four values keeps every character equally likely.
-      if (byte < 252) out += alphabet[byte % 36]
-      if (out.length === length) break
-    }
+    const byte = nextByte()
+    // 252 = 7 * 36: rejecting the top four values keeps every character equally likely.
+    if (byte < 252) out += alphabet[byte % 36]
   }
   return out
 }

@@ -1,8 +1,11 @@
+import { Batcher } from '../db/batcher.js'
+import { localChanges, type TokenChanges } from '../db/changes.js'
 import type { Db } from '../db/database.js'
 import type { AccountRecord, SortBy, TokenRecord } from '../db/repositories.js'
 import { tokensRepo } from '../db/repositories.js'
 import { fail } from '../errors.js'
 import type { ScopeCatalog } from '../scopes/catalog.js'
+import { BoundedMap, TokenCache } from './cache.js'
 import { encodeToken, type ParsedToken, parseToken, signatureMatches } from './codec.js'
 import { decodeCursor, encodeCursor } from './cursor.js'
 import { newTokenId, tokenIdPattern } from './ids.js'
@@ -75,6 +78,8 @@ export interface TokenServiceDeps {
   db: Db
   keyring: Keyring
   catalog: ScopeCatalog
+  cache?: TokenCache
+  changes?: TokenChanges
   now?: () => number
 }
 
@@ -83,20 +88,53 @@ export class TokenService {
   private readonly db: Db
   private readonly keyring: Keyring
   private readonly catalog: ScopeCatalog
+  private readonly cache: TokenCache
+  private readonly changes: TokenChanges
+  private readonly verified = new BoundedMap<ParsedToken>(50_000)
+  private readonly principals = new WeakMap<TokenRecord, Principal>()
+  private readonly inserts = new Batcher<TokenRecord>((records) =>
+    tokensRepo.insertMany(this.db, records),
+  )
   readonly now: () => number
 
   constructor(deps: TokenServiceDeps) {
     this.db = deps.db
     this.keyring = deps.keyring
     this.catalog = deps.catalog
+    this.cache = deps.cache ?? new TokenCache({ enabled: false })
+    this.changes = deps.changes ?? localChanges
     this.now = deps.now ?? Date.now
+  }
+
+  /** A token record by id, from the cache when it holds it. */
+  private async record(id: string): Promise<TokenRecord | undefined> {
+    const cached = this.cache.get(id)
+    if (cached !== undefined) return cached
+    const readAt = this.cache.generation
+    const record = await tokensRepo.find(this.db, id)
+    if (record !== undefined) this.cache.set(record, readAt)
+    return record
+  }
+
+  /** Writes a change and tells every instance, atomically; drops the local entry at once. */
+  private async change(id: string, write: (db: Db) => Promise<unknown>) {
+    await this.db.transaction().execute(async (trx) => {
+      await write(trx)
+      await this.changes.notify(trx, id)
+    })
+    this.cache.invalidate(id)
   }
 
   /** Parses, verifies and looks up a token string: the five codes of retrieve. */
   async validate(token: string): Promise<Validation> {
-    const parsed = parseToken(token)
-    if (parsed === undefined) return { code: 'TokenMalformed' }
-    if (!this.verify(parsed)) return { code: 'TokenInvalid', parsed }
+    // Keys are only ever added, so a string whose signature verified once always will.
+    let parsed = this.verified.get(token)
+    if (parsed === undefined) {
+      parsed = parseToken(token)
+      if (parsed === undefined) return { code: 'TokenMalformed' }
+      if (!this.verify(parsed)) return { code: 'TokenInvalid', parsed }
+      this.verified.set(token, parsed)
+    }
     if (parsed.usage === 'tk') {
       if (parsed.payload.exp * 1000 <= this.now()) return { code: 'TokenExpired', parsed }
       const { u, scopes, exp } = parsed.payload
@@ -108,22 +146,22 @@ export class TokenService {
     }
     const { u, a } = parsed.payload
     const record =
-      typeof a === 'string' && tokenIdPattern.test(a)
-        ? await tokensRepo.find(this.db, a)
-        : undefined
+      typeof a === 'string' && tokenIdPattern.test(a) ? await this.record(a) : undefined
     if (record === undefined || record.username !== u || record.usage !== parsed.usage) {
       return { code: 'TokenRevoked', parsed }
     }
-    return {
-      code: 'TokenValid',
-      parsed,
-      principal: {
-        usage: record.usage,
-        username: u,
-        scopes: new Set(record.scopes),
-        tokenId: a as string,
-      },
+    return { code: 'TokenValid', parsed, principal: this.principalOf(record) }
+  }
+
+  /** One Principal per cached record: no new Set on every request. */
+  private principalOf(record: TokenRecord): Principal {
+    let principal = this.principals.get(record)
+    if (principal === undefined) {
+      const { usage, username, scopes, id } = record
+      principal = { usage, username, scopes: new Set(scopes), tokenId: id }
+      this.principals.set(record, principal)
     }
+    return principal
   }
 
   private verify(parsed: ParsedToken): boolean {
@@ -152,8 +190,10 @@ export class TokenService {
 
   /** pk/sk strings are not stored: they are derived from (usage, username, id, signing key). */
   tokenString(record: TokenRecord): string | undefined {
-    const key = this.keyring.get(record.keyId)
-    return key && encodeToken(record.usage, { u: record.username, a: record.id }, key.secret)
+    return this.cache.tokenString(record.id, () => {
+      const key = this.keyring.get(record.keyId)
+      return key && encodeToken(record.usage, { u: record.username, a: record.id }, key.secret)
+    })
   }
 
   /** A new permanent token; also builds the default token of a new account. */
@@ -186,7 +226,7 @@ export class TokenService {
     const allowedUrls = normalizeAllowedUrls(input.allowedUrls)
     const scopes = this.checkScopes(account, principal, input.scopes ?? [])
     const record = this.newRecord(account, { note: input.note ?? '', scopes, allowedUrls })
-    await tokensRepo.insert(this.db, record)
+    await this.inserts.add(record)
     return this.view(record, true)
   }
 
@@ -241,7 +281,7 @@ export class TokenService {
     if (input.note !== undefined) record.note = input.note
     if (input.allowedUrls !== undefined) record.allowedUrls = allowedUrls
     record.modified = isoTime(this.now())
-    await tokensRepo.update(this.db, record)
+    await this.change(id, (db) => tokensRepo.update(db, record))
     return this.view(record, true)
   }
 
@@ -249,7 +289,7 @@ export class TokenService {
     const record = await this.find(account, id)
     if (record.isDefault) fail('defaultTokenUndeletable')
     // Deleted by someone else in between: the outcome the caller asked for holds.
-    await tokensRepo.delete(this.db, account.username, id)
+    await this.change(id, (db) => tokensRepo.delete(db, account.username, id))
   }
 
   async list(account: AccountRecord, q: ListQuery): Promise<{ items: TokenView[]; next?: string }> {
@@ -277,6 +317,7 @@ export class TokenService {
     return { items: page.map((r) => this.view(r, r.usage !== 'sk')), next }
   }
 
+  /** Read for a change: from the database, never the cache (the caller will modify it). */
   private async find(account: AccountRecord, id: string): Promise<TokenRecord> {
     const record = tokenIdPattern.test(id) ? await tokensRepo.find(this.db, id) : undefined
     if (record === undefined || record.username !== account.username) {

@@ -7,9 +7,9 @@ import { ApiError } from '../../errors.js'
 import type { Principal } from '../../tokens/principal.js'
 import {
   CreateBody,
+  CreateResult,
   errorResponses,
   ListQuery,
-  TemporaryToken,
   TokenIdParams,
   TokenObject,
   UpdateBody,
@@ -67,7 +67,7 @@ export function tokenRoutes(app: FastifyInstance, ctx: AppContext) {
         summary: 'Create a token, or a temporary token when the body has expires',
         params: UsernameParams,
         body: CreateBody,
-        response: { 200: Type.Union([TokenObject, TemporaryToken]), ...authErrors },
+        response: { 200: CreateResult, ...authErrors },
       },
       // The kind of token decides what it may create; checked before the body is validated.
       preValidation: async (request) => {

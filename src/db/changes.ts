@@ -1,0 +1,90 @@
+import { sql } from 'kysely'
+import pg from 'pg'
+import type { Logger } from 'pino'
+import type { Config } from '../config.js'
+import type { Db } from './database.js'
+
+const channel = 'tessera_token_changes'
+
+/**
+ * Tells every instance that a token changed (updated or deleted), so that caches drop it.
+ * `notify` runs in the transaction of the write: PostgreSQL delivers the notification at
+ * commit, atomically with the change.
+ */
+export interface TokenChanges {
+  notify(db: Db, id: string): Promise<void>
+  /** Calls `changed(id)` for every change elsewhere, `live(false)` when the feed is lost and
+   * `live(true)` when it is (re)established. */
+  listen(changed: (id: string) => void, live: (up: boolean) => void): void
+  close(): Promise<void>
+}
+
+/** SQLite: one server process owns the data (the CLI only adds), so there is nobody to tell. */
+export const localChanges: TokenChanges = {
+  notify: async () => {},
+  listen: (_changed, live) => live(true),
+  close: async () => {},
+}
+
+/** PostgreSQL LISTEN/NOTIFY on a dedicated connection, re-established after a loss. */
+export function postgresChanges(
+  config: Extract<Config['db'], { kind: 'postgres' }>,
+  log: Logger,
+): TokenChanges {
+  let client: pg.Client | undefined
+  let closed = false
+  let retry: NodeJS.Timeout | undefined
+  let attempt = 0
+
+  const connect = async (changed: (id: string) => void, live: (up: boolean) => void) => {
+    const c = new pg.Client({
+      connectionString: config.url,
+      connectionTimeoutMillis: 3000,
+      ...(config.schema ? { options: `-c search_path=${config.schema}` } : {}),
+    })
+    const lost = () => {
+      if (client !== c) return
+      client = undefined
+      live(false)
+      c.end().catch(() => {})
+      if (!closed) schedule(changed, live)
+    }
+    c.on('error', lost)
+    c.on('end', lost)
+    c.on('notification', (n) => {
+      if (n.channel === channel && n.payload) changed(n.payload)
+    })
+    try {
+      client = c
+      await c.connect()
+      await c.query(`listen ${channel}`)
+      if (attempt > 0) log.warn('token change feed restored: caching token records again')
+      attempt = 0
+      live(true)
+    } catch {
+      lost()
+    }
+  }
+  const schedule = (changed: (id: string) => void, live: (up: boolean) => void) => {
+    if (attempt++ === 0)
+      log.warn('token change feed lost: token records are read from the database')
+    retry = setTimeout(() => connect(changed, live), Math.min(attempt * 250, 2000))
+  }
+
+  return {
+    async notify(db, id) {
+      await sql`select pg_notify(${channel}, ${id})`.execute(db)
+    },
+    listen(changed, live) {
+      live(false)
+      void connect(changed, live)
+    },
+    async close() {
+      closed = true
+      clearTimeout(retry)
+      const c = client
+      client = undefined
+      await c?.end().catch(() => {})
+    },
+  }
+}
