@@ -40,6 +40,7 @@ export function postgresChanges(
     const c = new pg.Client({
       connectionString: config.url,
       connectionTimeoutMillis: 3000,
+      application_name: `tessera-changes:${config.schema ?? 'default'}`,
       ...(config.schema ? { options: `-c search_path=${config.schema}` } : {}),
     })
     const lost = () => {
