@@ -6,7 +6,7 @@ import { buildApp } from '../src/app.js'
 import { type Env, toConfig } from '../src/config.js'
 import { type AppContext, createContext } from '../src/context.js'
 import type { AccountRecord } from '../src/db/repositories.js'
-import type { TokenView } from '../src/tokens/service.js'
+import type { TokenView } from '../src/tokens/document.js'
 import { dialectEnv } from './dialect.js'
 
 export interface Harness {

@@ -1,9 +1,10 @@
 import type { Db } from '../db/database.js'
 import { type AccountRecord, accountsRepo, tokensRepo } from '../db/repositories.js'
 import type { ScopeCatalog } from '../scopes/catalog.js'
+import type { TokenView } from '../tokens/document.js'
 import type { Principal } from '../tokens/principal.js'
 import { isoTime } from '../tokens/rules.js'
-import type { TokenService, TokenView } from '../tokens/service.js'
+import type { TokenService } from '../tokens/service.js'
 
 /** Usernames travel in token payloads; this alphabet keeps their base64 free of `-` and `_`. */
 export const usernamePattern = /^[a-z0-9][a-z0-9_-]{0,31}$/
@@ -69,7 +70,7 @@ export class AccountService {
       await accountsRepo.insert(trx, account)
       await tokensRepo.insert(trx, token)
     })
-    return { ...account, defaultToken: this.tokens.view(token, true) }
+    return { ...account, defaultToken: this.tokens.view(token) }
   }
 
   /** The account holder: may use every scope available to the account (dashboard, CLI). */

@@ -1,4 +1,5 @@
 import type { Kysely, Selectable } from 'kysely'
+import { type TokenView, tokenView } from '../tokens/document.js'
 import type { AccountsTable, Database, TokensTable } from './schema.js'
 
 type Executor = Kysely<Database>
@@ -43,33 +44,42 @@ const toAccount = (row: Selectable<AccountsTable>): AccountRecord => ({
   created: row.created,
 })
 
-const toToken = (row: Selectable<TokensTable>): TokenRecord => ({
-  id: row.id,
-  username: row.username,
-  usage: row.usage,
-  isDefault: row.is_default === 1,
-  note: row.note,
-  scopes: JSON.parse(row.scopes),
-  allowedUrls: row.allowed_urls === null ? null : JSON.parse(row.allowed_urls),
-  scopeless: row.scopeless === 1,
-  keyId: row.key_id,
-  created: row.created,
-  modified: row.modified,
-})
+const toToken = (row: Selectable<TokensTable>): TokenRecord => {
+  const view = JSON.parse(row.document) as TokenView
+  return {
+    id: row.id,
+    username: row.username,
+    usage: row.usage,
+    isDefault: row.is_default === 1,
+    note: view.note,
+    scopes: view.scopes,
+    allowedUrls: view.allowedUrls ?? null,
+    scopeless: row.scopeless === 1,
+    keyId: row.key_id,
+    created: row.created,
+    modified: row.modified,
+  }
+}
 
 const fromToken = (t: TokenRecord): TokensTable => ({
   id: t.id,
   username: t.username,
   usage: t.usage,
   is_default: t.isDefault ? 1 : 0,
-  note: t.note,
-  scopes: JSON.stringify(t.scopes),
-  allowed_urls: t.allowedUrls === null ? null : JSON.stringify(t.allowedUrls),
   scopeless: t.scopeless ? 1 : 0,
   key_id: t.keyId,
   created: t.created,
   modified: t.modified,
+  document: JSON.stringify(tokenView(t)),
 })
+
+/** A row of a list page: just what the page needs, the object already serialized. */
+export interface ListedToken {
+  id: string
+  usage: 'pk' | 'sk'
+  key_id: string
+  document: string
+}
 
 export const accountsRepo = {
   async insert(db: Executor, a: AccountRecord): Promise<void> {
@@ -117,10 +127,13 @@ export const tokensRepo = {
     return result.numDeletedRows > 0n
   },
 
-  async list(db: Executor, f: ListFilter): Promise<TokenRecord[]> {
+  async list(db: Executor, f: ListFilter): Promise<ListedToken[]> {
     const column = f.sortby
     const direction = f.sortby === 'created' ? 'asc' : 'desc'
-    let q = db.selectFrom('tokens').selectAll().where('username', '=', f.username)
+    let q = db
+      .selectFrom('tokens')
+      .select(['id', 'usage', 'key_id', 'document'])
+      .where('username', '=', f.username)
     if (f.usage !== undefined) q = q.where('usage', '=', f.usage)
     if (f.isDefault !== undefined) q = q.where('is_default', '=', f.isDefault ? 1 : 0)
     const after = f.after
@@ -128,11 +141,6 @@ export const tokensRepo = {
       const op = direction === 'asc' ? '>' : '<'
       q = q.where((eb) => eb(eb.refTuple(column, 'id'), op, eb.tuple(after.at, after.id)))
     }
-    const rows = await q
-      .orderBy(column, direction)
-      .orderBy('id', direction)
-      .limit(f.limit)
-      .execute()
-    return rows.map(toToken)
+    return q.orderBy(column, direction).orderBy('id', direction).limit(f.limit).execute()
   },
 }

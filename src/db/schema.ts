@@ -11,15 +11,13 @@ export interface TokensTable {
   username: string
   usage: 'pk' | 'sk'
   is_default: number
-  note: string
-  scopes: string
-  /** JSON list, or null when the token has no URL restriction. */
-  allowed_urls: string | null
   /** 1 when created with no scopes: such a token may never be given any. */
   scopeless: number
   key_id: string
   created: string
   modified: string
+  /** The token object of the wire without `token`, as JSON (see tokens/document.ts). */
+  document: string
 }
 
 export interface Database {

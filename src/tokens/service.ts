@@ -8,6 +8,7 @@ import type { ScopeCatalog } from '../scopes/catalog.js'
 import { BoundedMap, TokenCache } from './cache.js'
 import { encodeToken, type ParsedToken, parseToken, signatureMatches } from './codec.js'
 import { decodeCursor, encodeCursor } from './cursor.js'
+import { type TokenView, tokenView, withToken } from './document.js'
 import { newTokenId, tokenIdPattern } from './ids.js'
 import type { Keyring } from './keyring.js'
 import type { Principal } from './principal.js'
@@ -24,20 +25,6 @@ export type Validation =
   | { code: 'TokenMalformed' }
   | { code: Exclude<ValidationCode, 'TokenMalformed' | 'TokenValid'>; parsed: ParsedToken }
   | { code: 'TokenValid'; parsed: ParsedToken; principal: Principal }
-
-/** The token metadata object of the wire (specification 2.2). */
-export interface TokenView {
-  id: string
-  usage: 'pk' | 'sk'
-  client: 'api'
-  default: boolean
-  scopes: string[]
-  note: string
-  created: string
-  modified: string
-  allowedUrls?: string[]
-  token?: string
-}
 
 export interface CreateInput {
   note?: string
@@ -172,24 +159,16 @@ export class TokenService {
     return false
   }
 
-  view(record: TokenRecord, withToken: boolean): TokenView {
-    const view: TokenView = {
-      id: record.id,
-      usage: record.usage,
-      client: 'api',
-      default: record.isDefault,
-      scopes: record.scopes,
-      note: record.note,
-      created: record.created,
-      modified: record.modified,
-    }
-    if (record.allowedUrls !== null) view.allowedUrls = record.allowedUrls
-    if (withToken) view.token = this.tokenString(record)
+  /** The wire object, with the token string (create, update, and pk entries of a list). */
+  view(record: TokenRecord): TokenView {
+    const view = tokenView(record)
+    const token = this.tokenString(record)
+    if (token !== undefined) view.token = token
     return view
   }
 
   /** pk/sk strings are not stored: they are derived from (usage, username, id, signing key). */
-  tokenString(record: TokenRecord): string | undefined {
+  tokenString(record: { id: string; usage: 'pk' | 'sk'; username: string; keyId: string }) {
     return this.cache.tokenString(record.id, () => {
       const key = this.keyring.get(record.keyId)
       return key && encodeToken(record.usage, { u: record.username, a: record.id }, key.secret)
@@ -227,7 +206,7 @@ export class TokenService {
     const scopes = this.checkScopes(account, principal, input.scopes ?? [])
     const record = this.newRecord(account, { note: input.note ?? '', scopes, allowedUrls })
     await this.inserts.add(record)
-    return this.view(record, true)
+    return this.view(record)
   }
 
   async createTemporary(
@@ -282,7 +261,7 @@ export class TokenService {
     if (input.allowedUrls !== undefined) record.allowedUrls = allowedUrls
     record.modified = isoTime(this.now())
     await this.change(id, (db) => tokensRepo.update(db, record))
-    return this.view(record, true)
+    return this.view(record)
   }
 
   async remove(account: AccountRecord, id: string): Promise<void> {
@@ -292,7 +271,11 @@ export class TokenService {
     await this.change(id, (db) => tokensRepo.delete(db, account.username, id))
   }
 
-  async list(account: AccountRecord, q: ListQuery): Promise<{ items: TokenView[]; next?: string }> {
+  /**
+   * A page of the listing as the JSON array of the response, built from the stored documents:
+   * `sk` entries as stored, `pk` entries with their token string added.
+   */
+  async list(account: AccountRecord, q: ListQuery): Promise<{ body: string; next?: string }> {
     const { username } = account
     let after: { at: string; id: string } | undefined
     if (q.start !== undefined) {
@@ -309,12 +292,18 @@ export class TokenService {
       limit: q.limit + 1,
     })
     const page = rows.slice(0, q.limit)
+    const entries = page.map((r) => {
+      if (r.usage === 'sk') return r.document
+      const token = this.tokenString({ id: r.id, usage: r.usage, username, keyId: r.key_id })
+      return token === undefined ? r.document : withToken(r.document, token)
+    })
     const last = page[page.length - 1]
-    const next =
-      rows.length > q.limit && last !== undefined
-        ? encodeCursor({ username, sortby: q.sortby, at: last[q.sortby], id: last.id })
-        : undefined
-    return { items: page.map((r) => this.view(r, r.usage !== 'sk')), next }
+    let next: string | undefined
+    if (rows.length > q.limit && last !== undefined) {
+      const at = (JSON.parse(last.document) as TokenView)[q.sortby]
+      next = encodeCursor({ username, sortby: q.sortby, at, id: last.id })
+    }
+    return { body: `[${entries.join(',')}]`, next }
   }
 
   /** Read for a change: from the database, never the cache (the caller will modify it). */

@@ -80,7 +80,7 @@ describe('scopes only narrow (property)', () => {
             for (const s of granted ?? []) expect(held.has(s)).toBe(true)
           }
           const listed = await h.ctx.tokens.list(h.alice, { limit: 100, sortby: 'created' })
-          for (const t of listed.items) {
+          for (const t of JSON.parse(listed.body) as { usage: string; scopes: string[] }[]) {
             if (t.usage !== 'pk') continue
             for (const s of t.scopes) expect(h.ctx.catalog.get(s)?.public).toBe(true)
           }

@@ -18,13 +18,14 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     )
     .addColumn('usage', 'varchar(2)', (c) => c.notNull())
     .addColumn('is_default', 'integer', (c) => c.notNull().defaultTo(0))
-    .addColumn('note', 'text', (c) => c.notNull())
-    .addColumn('scopes', 'text', (c) => c.notNull())
-    .addColumn('allowed_urls', 'text')
     .addColumn('scopeless', 'integer', (c) => c.notNull())
     .addColumn('key_id', 'varchar(32)', (c) => c.notNull())
     .addColumn('created', 'varchar(24)', (c) => c.notNull())
     .addColumn('modified', 'varchar(24)', (c) => c.notNull())
+    // The token object of the wire (without its token string), as JSON: note, scopes and
+    // allowed URLs live here, and a list page is built from these documents without
+    // re-serializing every field of every row.
+    .addColumn('document', 'text', (c) => c.notNull())
     .execute()
 
   // Keyset pagination walks (username, created, id) and (username, modified, id).

@@ -46,7 +46,7 @@ export function tokenRoutes(app: FastifyInstance, ctx: AppContext) {
         sortby: q.sortby ?? 'created',
         start: q.start,
       }
-      const { items, next } = await ctx.tokens.list(account, query)
+      const { body, next } = await ctx.tokens.list(account, query)
       if (next !== undefined) {
         const link = new URLSearchParams({ limit: String(query.limit), start: next })
         if (q.sortby !== undefined) link.set('sortby', q.sortby)
@@ -55,7 +55,8 @@ export function tokenRoutes(app: FastifyInstance, ctx: AppContext) {
         const base = ctx.config.http.publicUrl ?? app.publicUrl
         reply.header('Link', `<${base}/tokens/v2/${account.username}?${link}>; rel="next"`)
       }
-      return items
+      // Already JSON, assembled from stored documents of the TokenObject shape.
+      return reply.type('application/json; charset=utf-8').send(body)
     },
   )
 
