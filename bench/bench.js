@@ -145,6 +145,11 @@ async function main() {
       s.floor = []
       s.service = []
     }
+    // Warm-up: let both servers' JIT settle before anything is measured.
+    for (const s of scenarios) {
+      await load({ url: `${floorBase}/floor/${s.size}`, connections, seconds: 1 })
+      await load({ url: `${base}${s.route}`, method: s.method, body: s.body, connections, seconds: 1 })
+    }
     const rssStart = rss(service.child.pid)
     process.stdout.write(
       `Tessera benchmark: ${generator}, ${connections} connections, ${seconds} s x ${rounds} rounds, ` +

@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify'
+import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply } from 'fastify'
 import Fastify from 'fastify'
 import type { Logger } from 'pino'
 import type { AppContext } from './context.js'
@@ -54,6 +54,10 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
   const { http } = ctx.config
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
+    // Above info no request is logged on its own: a child logger per request would buy nothing.
+    ...(options.logger && !options.logger.isLevelEnabled('info')
+      ? { childLoggerFactory: (logger: FastifyBaseLogger) => logger }
+      : {}),
     // Fastify's types make `https` select a different server type; the app is the same.
     ...(options.https ? { https: options.https } : {}),
     trustProxy: http.trustProxy,

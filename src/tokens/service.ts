@@ -78,7 +78,8 @@ export class TokenService {
   private readonly cache: TokenCache
   private readonly changes: TokenChanges
   private readonly verified = new BoundedMap<ParsedToken>(50_000)
-  private readonly principals = new WeakMap<TokenRecord, Principal>()
+  /** One Principal per cached record or verified temporary token. */
+  private readonly principals = new WeakMap<TokenRecord | ParsedToken, Principal>()
   private readonly inserts = new Batcher<TokenRecord>((records) =>
     tokensRepo.insertMany(this.db, records),
   )
@@ -124,12 +125,13 @@ export class TokenService {
     }
     if (parsed.usage === 'tk') {
       if (parsed.payload.exp * 1000 <= this.now()) return { code: 'TokenExpired', parsed }
-      const { u, scopes, exp } = parsed.payload
-      return {
-        code: 'TokenValid',
-        parsed,
-        principal: { usage: 'tk', username: u, scopes: new Set(scopes), exp },
+      let principal = this.principals.get(parsed)
+      if (principal === undefined) {
+        const { u, scopes, exp } = parsed.payload
+        principal = { usage: 'tk', username: u, scopes: new Set(scopes), exp }
+        this.principals.set(parsed, principal)
       }
+      return { code: 'TokenValid', parsed, principal }
     }
     const { u, a } = parsed.payload
     const record =
@@ -140,7 +142,6 @@ export class TokenService {
     return { code: 'TokenValid', parsed, principal: this.principalOf(record) }
   }
 
-  /** One Principal per cached record: no new Set on every request. */
   private principalOf(record: TokenRecord): Principal {
     let principal = this.principals.get(record)
     if (principal === undefined) {

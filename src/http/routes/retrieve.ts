@@ -6,8 +6,18 @@ import { isoTime } from '../../tokens/rules.js'
 import { accessToken, rateLimit } from '../guard.js'
 import { AccessTokenQuery, errorResponses, Validation } from '../schemas.js'
 
-/** The parsed token body of retrieve (specification 2.5). */
+/** The parsed token body of retrieve (specification 2.5), once per verified token string. */
+const bodies = new WeakMap<ParsedToken, ReturnType<typeof buildBody>>()
 function tokenBody(parsed: ParsedToken) {
+  let body = bodies.get(parsed)
+  if (body === undefined) {
+    body = buildBody(parsed)
+    bodies.set(parsed, body)
+  }
+  return body
+}
+
+function buildBody(parsed: ParsedToken) {
   if (parsed.usage !== 'tk') {
     const { u, a } = parsed.payload
     return { usage: parsed.usage, user: u, authorization: typeof a === 'string' ? a : undefined }
