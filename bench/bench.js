@@ -68,6 +68,10 @@ async function main() {
     RATE_LIMIT_PER_MINUTE: '1000000000',
     LOG_LEVEL: 'warn',
   }
+  // On PostgreSQL and Redis, each run works in a schema and key prefix of its own.
+  const run = `${process.pid}_${Date.now()}`
+  if (env.DATABASE_URL && !env.DATABASE_SCHEMA) env.DATABASE_SCHEMA = `tessera_bench_${run}`
+  if (env.REDIS_URL && !env.REDIS_KEY_PREFIX) env.REDIS_KEY_PREFIX = `tessera-bench-${run}:`
   const tessera = async (...args) =>
     JSON.parse(
       (await exec(process.execPath, [path.join(root, 'bin/tessera.js'), ...args], { env })).stdout,
@@ -148,7 +152,13 @@ async function main() {
     // Warm-up: let both servers' JIT settle before anything is measured.
     for (const s of scenarios) {
       await load({ url: `${floorBase}/floor/${s.size}`, connections, seconds: 1 })
-      await load({ url: `${base}${s.route}`, method: s.method, body: s.body, connections, seconds: 1 })
+      await load({
+        url: `${base}${s.route}`,
+        method: s.method,
+        body: s.body,
+        connections,
+        seconds: 1,
+      })
     }
     const rssStart = rss(service.child.pid)
     process.stdout.write(
@@ -203,7 +213,16 @@ async function main() {
     service.child.kill('SIGTERM')
     floor.child.kill('SIGTERM')
     rmSync(dataDir, { recursive: true, force: true })
+    if (env.DATABASE_SCHEMA?.startsWith('tessera_bench_')) await dropSchema(env)
   }
+}
+
+async function dropSchema(env) {
+  const { default: pg } = await import('pg')
+  const client = new pg.Client({ connectionString: env.DATABASE_URL })
+  await client.connect()
+  await client.query(`drop schema if exists ${env.DATABASE_SCHEMA} cascade`)
+  await client.end()
 }
 
 function save(result) {

@@ -37,7 +37,10 @@ export async function harness(env: Env = {}): Promise<Harness> {
     ...storage.env,
     ...env,
   })
-  const ctx = await createContext(config, { now: () => clock.now })
+  const ctx = await createContext(config, { now: () => clock.now }).catch(async (err) => {
+    await storage.drop()
+    throw err
+  })
   const app = buildApp(ctx)
   await app.ready()
   const alice = await ctx.accounts.create('alice')

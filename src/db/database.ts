@@ -1,7 +1,16 @@
 import { mkdirSync } from 'node:fs'
 import path from 'node:path'
 import SQLite from 'better-sqlite3'
-import { Kysely, Migrator, PostgresDialect, type SqliteDatabase, SqliteDialect, sql } from 'kysely'
+import {
+  Kysely,
+  Migrator,
+  PostgresDialect,
+  type PostgresPool,
+  type PostgresPoolClient,
+  type SqliteDatabase,
+  SqliteDialect,
+  sql,
+} from 'kysely'
 import pg from 'pg'
 import type { Config } from '../config.js'
 import { migrationProvider } from './migrations/index.js'
@@ -22,7 +31,9 @@ export function createDatabase(config: Config['db']): Db {
     // An idle client's error (the server went away) must not crash the process; the pool drops
     // that client and the next query connects afresh.
     pool.on('error', () => {})
-    return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+    return new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: preparingStatements(pool) }),
+    })
   }
   if (config.file !== ':memory:') mkdirSync(path.dirname(config.file), { recursive: true })
   const sqlite = new SQLite(config.file)
@@ -34,6 +45,40 @@ export function createDatabase(config: Config['db']): Db {
   return new Kysely<Database>({
     dialect: new SqliteDialect({ database: reusingStatements(sqlite) }),
   })
+}
+
+/**
+ * Kysely sends every query unnamed, so PostgreSQL parses and plans it each time; planning
+ * costs more than running a point or page query. Name each distinct SQL text (a bounded set:
+ * the repositories' queries) so that each connection prepares it once.
+ */
+function preparingStatements(pool: pg.Pool): PostgresPool {
+  const names = new Map<string, string>()
+  // Only the repositories' statements: migrations run DDL whose plans must not outlive it.
+  const repositoryStatement = /^(select|insert|update|delete) .*"(tokens|accounts)"/
+  const nameOf = (text: string) => {
+    let name = names.get(text)
+    if (name === undefined && names.size < 256 && repositoryStatement.test(text)) {
+      name = `tessera_${names.size}`
+      names.set(text, name)
+    }
+    return name
+  }
+  return {
+    async connect() {
+      const client = await pool.connect()
+      return {
+        query: ((text: string, values: unknown[]): unknown => {
+          const name = typeof text === 'string' ? nameOf(text) : undefined
+          return name === undefined
+            ? client.query(text, values)
+            : client.query({ name, text, values })
+        }) as unknown as PostgresPoolClient['query'],
+        release: () => client.release(),
+      }
+    },
+    end: () => pool.end(),
+  }
 }
 
 /**
@@ -68,7 +113,14 @@ export async function migrateToLatest(db: Db, config: Config['db']): Promise<str
       if (!['23505', '42P06'].includes((err as { code?: string }).code ?? '')) throw err
     }
   }
-  const migrator = new Migrator({ db, provider: migrationProvider })
+  // Kysely looks for its own tables in every schema unless told which one is ours: another
+  // schema's migration tables must not be taken for these.
+  const migrationTableSchema =
+    config.kind === 'postgres'
+      ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]
+          ?.schema
+      : undefined
+  const migrator = new Migrator({ db, provider: migrationProvider, migrationTableSchema })
   const { error, results } = await migrator.migrateToLatest()
   if (error) throw error
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)

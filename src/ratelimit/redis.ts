@@ -30,6 +30,8 @@ export class RedisRateLimiter implements RateLimiter {
     this.local = new MemoryRateLimiter(limit, intervalS)
     this.redis = new Redis(url, {
       enableOfflineQueue: false,
+      // Commands issued in the same tick share one write: fewer syscalls under load.
+      enableAutoPipelining: true,
       maxRetriesPerRequest: 0,
       commandTimeout: 500,
       connectTimeout: 2000,
