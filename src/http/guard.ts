@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AppContext } from '../context.js'
 import type { AccountRecord } from '../db/repositories.js'
 import { ApiError } from '../errors.js'
+import { intervalS, type RateLimitResult } from '../ratelimit/limiter.js'
 import type { Principal } from '../tokens/principal.js'
 
 declare module 'fastify' {
@@ -26,12 +27,22 @@ export const rateLimitHeaders = [
  * Counts one request against `key` and sets the contract's headers; past the limit, refuses it
  * with 429 unless `enforce` is false (a request already refused for another reason).
  */
-export async function rateLimit(ctx: AppContext, reply: FastifyReply, key: string, enforce = true) {
+export function rateLimit(
+  ctx: AppContext,
+  reply: FastifyReply,
+  key: string,
+  enforce = true,
+): void | Promise<void> {
   const now = ctx.tokens.now()
   const hit = ctx.rateLimiter.hit(key, now)
-  const { allowed, limit, reset } = hit instanceof Promise ? await hit : hit
+  if (hit instanceof Promise) return hit.then((result) => applyLimit(reply, result, now, enforce))
+  applyLimit(reply, hit, now, enforce)
+}
+
+function applyLimit(reply: FastifyReply, result: RateLimitResult, now: number, enforce: boolean) {
+  const { allowed, limit, reset } = result
   reply.headers({
-    'X-Rate-Limit-Interval': ctx.rateLimiter.intervalS,
+    'X-Rate-Limit-Interval': intervalS,
     'X-Rate-Limit-Limit': limit,
     'X-Rate-Limit-Reset': reset,
   })

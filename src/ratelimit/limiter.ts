@@ -16,6 +16,9 @@ export interface RateLimiter {
   close(): Promise<void>
 }
 
+/** The contract's window: 60 seconds (X-Rate-Limit-Interval). */
+export const intervalS = 60
+
 export const windowOf = (nowMs: number, intervalS: number) => Math.floor(nowMs / 1000 / intervalS)
 
 export class MemoryRateLimiter implements RateLimiter {

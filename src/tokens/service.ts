@@ -113,8 +113,11 @@ export class TokenService {
     this.cache.invalidate(id)
   }
 
-  /** Parses, verifies and looks up a token string: the five codes of retrieve. */
-  async validate(token: string): Promise<Validation> {
+  /**
+   * Parses, verifies and looks up a token string: the five codes of retrieve. Answers without a
+   * promise when nothing needs the database (malformed, bad signature, temporary, cached).
+   */
+  validate(token: string): Validation | Promise<Validation> {
     // Keys are only ever added, so a string whose signature verified once always will.
     let parsed = this.verified.get(token)
     if (parsed === undefined) {
@@ -133,10 +136,21 @@ export class TokenService {
       }
       return { code: 'TokenValid', parsed, principal }
     }
-    const { u, a } = parsed.payload
-    const record =
-      typeof a === 'string' && tokenIdPattern.test(a) ? await this.record(a) : undefined
-    if (record === undefined || record.username !== u || record.usage !== parsed.usage) {
+    const permanent = parsed
+    const { a } = permanent.payload
+    if (typeof a !== 'string' || !tokenIdPattern.test(a)) return { code: 'TokenRevoked', parsed }
+    const cached = this.cache.get(a)
+    if (cached !== undefined) return this.againstRecord(permanent, cached)
+    return this.record(a).then((record) => this.againstRecord(permanent, record))
+  }
+
+  /** A validly signed pk/sk: valid while its record exists, for that user and usage. */
+  private againstRecord(parsed: ParsedToken, record: TokenRecord | undefined): Validation {
+    if (
+      record === undefined ||
+      record.username !== parsed.payload.u ||
+      record.usage !== parsed.usage
+    ) {
       return { code: 'TokenRevoked', parsed }
     }
     return { code: 'TokenValid', parsed, principal: this.principalOf(record) }

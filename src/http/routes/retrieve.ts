@@ -3,6 +3,7 @@ import type { AppContext } from '../../context.js'
 import { ApiError } from '../../errors.js'
 import type { ParsedToken } from '../../tokens/codec.js'
 import { isoTime } from '../../tokens/rules.js'
+import type { Validation as Checked } from '../../tokens/service.js'
 import { accessToken, rateLimit } from '../guard.js'
 import { AccessTokenQuery, errorResponses, Validation } from '../schemas.js'
 
@@ -43,17 +44,25 @@ export function retrieveRoute(app: FastifyInstance, ctx: AppContext) {
         response: { 200: Validation, ...errorResponses(422, 429) },
       },
     },
-    async (request, reply) => {
+    // Not async: a cached or temporary token is answered without a promise.
+    (request, reply) => {
+      const answer = (validation?: Checked) => {
+        const key =
+          validation?.code === 'TokenValid'
+            ? `user:${validation.principal.username}`
+            : `ip:${request.ip}`
+        const respond = () => {
+          if (validation === undefined) throw new ApiError('accessTokenRequired')
+          if (validation.code === 'TokenMalformed') return { code: validation.code }
+          return { code: validation.code, token: tokenBody(validation.parsed) }
+        }
+        const limited = rateLimit(ctx, reply, key)
+        return limited instanceof Promise ? limited.then(respond) : respond()
+      }
       const token = accessToken(request)
-      const validation = token === undefined ? undefined : await ctx.tokens.validate(token)
-      const key =
-        validation?.code === 'TokenValid'
-          ? `user:${validation.principal.username}`
-          : `ip:${request.ip}`
-      await rateLimit(ctx, reply, key)
-      if (validation === undefined) throw new ApiError('accessTokenRequired')
-      if (validation.code === 'TokenMalformed') return { code: validation.code }
-      return { code: validation.code, token: tokenBody(validation.parsed) }
+      if (token === undefined) return answer()
+      const validation = ctx.tokens.validate(token)
+      return validation instanceof Promise ? validation.then(answer) : answer(validation)
     },
   )
 }
