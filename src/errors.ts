@@ -39,7 +39,12 @@ export class ApiError extends Error {
     readonly details?: string,
   ) {
     const [status, message] = errorTable[kind]
+    // An ApiError is an answer, not a fault: its stack would never be read, and capturing it
+    // is the dearest part of refusing a request (401 floods, malformed input).
+    const limit = Error.stackTraceLimit
+    Error.stackTraceLimit = 0
     super(message)
+    Error.stackTraceLimit = limit
     this.kind = kind
     this.statusCode = status
   }
