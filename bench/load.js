@@ -8,6 +8,7 @@ import path from 'node:path'
 const require = createRequire(import.meta.url)
 
 export const generator = (() => {
+  if (process.env.BENCH_GENERATOR) return process.env.BENCH_GENERATOR
   try {
     execFileSync('wrk', ['--version'], { stdio: 'ignore' })
   } catch (err) {
