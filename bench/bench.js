@@ -35,6 +35,19 @@ function start(script, args, env, pattern) {
   })
 }
 
+/** CPU time (user + system) a process has used, in microseconds, from /proc. */
+const cpuUs = (pid) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100
+}
+
+/** Runs a load and adds the server's CPU microseconds per request: independent of the generator. */
+async function measured(pid, run) {
+  const before = cpuUs(pid)
+  const result = await run()
+  return { ...result, cpuUs: (cpuUs(pid) - before) / result.requests }
+}
+
 const rss = (pid) => {
   const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]
   return Math.round(Number(kb) / 1024)
@@ -167,15 +180,21 @@ async function main() {
     )
     for (let round = 1; round <= rounds; round++) {
       for (const s of scenarios) {
-        s.floor.push(await load({ url: `${floorBase}/floor/${s.size}`, connections, seconds }))
+        s.floor.push(
+          await measured(floor.child.pid, () =>
+            load({ url: `${floorBase}/floor/${s.size}`, connections, seconds }),
+          ),
+        )
         s.service.push(
-          await load({
-            url: `${base}${s.route}`,
-            method: s.method,
-            body: s.body,
-            connections,
-            seconds,
-          }),
+          await measured(service.child.pid, () =>
+            load({
+              url: `${base}${s.route}`,
+              method: s.method,
+              body: s.body,
+              connections,
+              seconds,
+            }),
+          ),
         )
         process.stdout.write(`  round ${round}: ${s.name}\n`)
       }
@@ -191,17 +210,19 @@ async function main() {
         p99: median(s.service.map((r) => r.p99)),
         floorP50: median(s.floor.map((r) => r.p50)),
         ratio: median(ratios),
+        floorCpuUs: median(s.floor.map((r) => r.cpuUs)),
+        cpuUs: median(s.service.map((r) => r.cpuUs)),
         non2xx: s.service.reduce((n, r) => n + r.non2xx, 0),
       }
     })
     const rssEnd = rss(service.child.pid)
     const lines = [
       '',
-      '| scenario | bytes | floor req/s | req/s | ratio | p50 ms | p99 ms | floor p50 ms |',
-      '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+      '| scenario | bytes | floor req/s | req/s | ratio | p50 ms | p99 ms | floor p50 ms | floor CPU µs/req | CPU µs/req |',
+      '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
       ...table.map(
         (r) =>
-          `| ${r.scenario} | ${r.bytes} | ${fmt(r.floorRps)} | ${fmt(r.rps)} | ${fmt(r.ratio, 2)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${fmt(r.floorP50, 2)} |`,
+          `| ${r.scenario} | ${r.bytes} | ${fmt(r.floorRps)} | ${fmt(r.rps)} | ${fmt(r.ratio, 2)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${fmt(r.floorP50, 2)} | ${fmt(r.floorCpuUs, 1)} | ${fmt(r.cpuUs, 1)} |`,
       ),
       '',
       `service RSS: ${rssStart} MB before the load, ${rssEnd} MB after`,

@@ -5,34 +5,18 @@ import type { AccountRecord, SortBy, TokenRecord } from '../db/repositories.js'
 import { tokensRepo } from '../db/repositories.js'
 import { fail } from '../errors.js'
 import type { ScopeCatalog } from '../scopes/catalog.js'
-import { BoundedMap, TokenCache } from './cache.js'
-import { encodeToken, type ParsedToken, parseToken, signatureMatches } from './codec.js'
+import { TokenCache } from './cache.js'
+import { encodeToken } from './codec.js'
 import { decodeCursor, encodeCursor } from './cursor.js'
 import { type TokenView, tokenView, withToken } from './document.js'
 import { newTokenId, tokenIdPattern } from './ids.js'
 import type { Keyring } from './keyring.js'
 import type { Principal } from './principal.js'
 import { checkScopes, isoTime, normalizeAllowedUrls, parseTimestamp } from './rules.js'
+import { TokenValidator, type Validation } from './validator.js'
 
-export type ValidationCode =
-  | 'TokenValid'
-  | 'TokenMalformed'
-  | 'TokenInvalid'
-  | 'TokenExpired'
-  | 'TokenRevoked'
-
-export type Validation =
-  | { code: 'TokenMalformed' }
-  | { code: Exclude<ValidationCode, 'TokenMalformed' | 'TokenValid'>; parsed: ParsedToken }
-  | { code: 'TokenValid'; parsed: ParsedToken; principal: Principal }
-
-export interface CreateInput {
-  note?: string
-  scopes?: string[]
-  allowedUrls?: string[] | null
-}
-
-export interface UpdateInput {
+/** The fields a client sets on create and update. */
+export interface TokenFields {
   note?: string
   scopes?: string[]
   allowedUrls?: string[] | null
@@ -77,9 +61,7 @@ export class TokenService {
   private readonly catalog: ScopeCatalog
   private readonly cache: TokenCache
   private readonly changes: TokenChanges
-  private readonly verified = new BoundedMap<ParsedToken>(50_000)
-  /** One Principal per cached record or verified temporary token. */
-  private readonly principals = new WeakMap<TokenRecord | ParsedToken, Principal>()
+  private readonly validator: TokenValidator
   private readonly inserts = new Batcher<TokenRecord>((records) =>
     tokensRepo.insertMany(this.db, records),
   )
@@ -92,16 +74,7 @@ export class TokenService {
     this.cache = deps.cache ?? new TokenCache({ enabled: false })
     this.changes = deps.changes ?? localChanges
     this.now = deps.now ?? Date.now
-  }
-
-  /** A token record by id, from the cache when it holds it. */
-  private async record(id: string): Promise<TokenRecord | undefined> {
-    const cached = this.cache.get(id)
-    if (cached !== undefined) return cached
-    const readAt = this.cache.generation
-    const record = await tokensRepo.find(this.db, id)
-    if (record !== undefined) this.cache.set(record, readAt)
-    return record
+    this.validator = new TokenValidator(this.db, this.keyring, this.cache, this.now)
   }
 
   /** Writes a change and tells every instance, atomically; drops the local entry at once. */
@@ -113,65 +86,9 @@ export class TokenService {
     this.cache.invalidate(id)
   }
 
-  /**
-   * Parses, verifies and looks up a token string: the five codes of retrieve. Answers without a
-   * promise when nothing needs the database (malformed, bad signature, temporary, cached).
-   */
+  /** Parses, verifies and looks up a token string: see TokenValidator. */
   validate(token: string): Validation | Promise<Validation> {
-    // Keys are only ever added, so a string whose signature verified once always will.
-    let parsed = this.verified.get(token)
-    if (parsed === undefined) {
-      parsed = parseToken(token)
-      if (parsed === undefined) return { code: 'TokenMalformed' }
-      if (!this.verify(parsed)) return { code: 'TokenInvalid', parsed }
-      this.verified.set(token, parsed)
-    }
-    if (parsed.usage === 'tk') {
-      if (parsed.payload.exp * 1000 <= this.now()) return { code: 'TokenExpired', parsed }
-      let principal = this.principals.get(parsed)
-      if (principal === undefined) {
-        const { u, scopes, exp } = parsed.payload
-        principal = { usage: 'tk', username: u, scopes: new Set(scopes), exp }
-        this.principals.set(parsed, principal)
-      }
-      return { code: 'TokenValid', parsed, principal }
-    }
-    const permanent = parsed
-    const { a } = permanent.payload
-    if (typeof a !== 'string' || !tokenIdPattern.test(a)) return { code: 'TokenRevoked', parsed }
-    const cached = this.cache.get(a)
-    if (cached !== undefined) return this.againstRecord(permanent, cached)
-    return this.record(a).then((record) => this.againstRecord(permanent, record))
-  }
-
-  /** A validly signed pk/sk: valid while its record exists, for that user and usage. */
-  private againstRecord(parsed: ParsedToken, record: TokenRecord | undefined): Validation {
-    if (
-      record === undefined ||
-      record.username !== parsed.payload.u ||
-      record.usage !== parsed.usage
-    ) {
-      return { code: 'TokenRevoked', parsed }
-    }
-    return { code: 'TokenValid', parsed, principal: this.principalOf(record) }
-  }
-
-  private principalOf(record: TokenRecord): Principal {
-    let principal = this.principals.get(record)
-    if (principal === undefined) {
-      const { usage, username, scopes, id } = record
-      principal = { usage, username, scopes: new Set(scopes), tokenId: id }
-      this.principals.set(record, principal)
-    }
-    return principal
-  }
-
-  private verify(parsed: ParsedToken): boolean {
-    for (const key of this.keyring.newestFirst)
-      if (signatureMatches(parsed, key.secret)) return true
-    // A key added by `tessera keys rotate` in another process: look once more.
-    if (this.keyring.refresh()) return this.verify(parsed)
-    return false
+    return this.validator.validate(token)
   }
 
   /** The wire object, with the token string (create, update, and pk entries of a list). */
@@ -215,7 +132,7 @@ export class TokenService {
   async create(
     account: AccountRecord,
     principal: Principal,
-    input: CreateInput,
+    input: TokenFields,
   ): Promise<TokenView> {
     const allowedUrls = normalizeAllowedUrls(input.allowedUrls)
     const scopes = this.checkScopes(account, principal, input.scopes ?? [])
@@ -255,7 +172,7 @@ export class TokenService {
     account: AccountRecord,
     principal: Principal,
     id: string,
-    input: UpdateInput,
+    input: TokenFields,
   ): Promise<TokenView> {
     if (input.note === undefined && input.scopes === undefined && input.allowedUrls === undefined) {
       fail('invalidResources', 'name at least one of note, scopes and allowedUrls')

@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.js'
 import { ApiError } from '../../errors.js'
 import type { ParsedToken } from '../../tokens/codec.js'
 import { isoTime } from '../../tokens/rules.js'
-import type { Validation as Checked } from '../../tokens/service.js'
+import type { Validation as Checked } from '../../tokens/validator.js'
 import { accessToken, rateLimit } from '../guard.js'
 import { AccessTokenQuery, errorResponses, Validation } from '../schemas.js'
 

@@ -1,0 +1,106 @@
+import type { Db } from '../db/database.js'
+import { type TokenRecord, tokensRepo } from '../db/repositories.js'
+import { BoundedMap, type TokenCache } from './cache.js'
+import { type ParsedToken, parseToken, signatureMatches } from './codec.js'
+import { tokenIdPattern } from './ids.js'
+import type { Keyring } from './keyring.js'
+import type { Principal } from './principal.js'
+
+export type ValidationCode =
+  | 'TokenValid'
+  | 'TokenMalformed'
+  | 'TokenInvalid'
+  | 'TokenExpired'
+  | 'TokenRevoked'
+
+export type Validation =
+  | { code: 'TokenMalformed' }
+  | { code: Exclude<ValidationCode, 'TokenMalformed' | 'TokenValid'>; parsed: ParsedToken }
+  | { code: 'TokenValid'; parsed: ParsedToken; principal: Principal }
+
+/**
+ * The hot path: every request of every API behind Tessera validates a token. Verified strings,
+ * token records (see TokenCache) and principals are kept, so that a repeat validation costs a
+ * few map lookups and no query.
+ */
+export class TokenValidator {
+  private readonly verified = new BoundedMap<ParsedToken>(50_000)
+  /** One Principal per cached record or verified temporary token. */
+  private readonly principals = new WeakMap<TokenRecord | ParsedToken, Principal>()
+
+  constructor(
+    private readonly db: Db,
+    private readonly keyring: Keyring,
+    private readonly cache: TokenCache,
+    private readonly now: () => number,
+  ) {}
+
+  /** A token record from the database, kept in the cache unless it changed meanwhile. */
+  private async load(id: string): Promise<TokenRecord | undefined> {
+    const readAt = this.cache.generation
+    const record = await tokensRepo.find(this.db, id)
+    if (record !== undefined) this.cache.set(record, readAt)
+    return record
+  }
+
+  /**
+   * Parses, verifies and looks up a token string: the five codes of retrieve. Answers without a
+   * promise when nothing needs the database (malformed, bad signature, temporary, cached).
+   */
+  validate(token: string): Validation | Promise<Validation> {
+    // Keys are only ever added, so a string whose signature verified once always will.
+    let parsed = this.verified.get(token)
+    if (parsed === undefined) {
+      parsed = parseToken(token)
+      if (parsed === undefined) return { code: 'TokenMalformed' }
+      if (!this.verify(parsed)) return { code: 'TokenInvalid', parsed }
+      this.verified.set(token, parsed)
+    }
+    if (parsed.usage === 'tk') {
+      if (parsed.payload.exp * 1000 <= this.now()) return { code: 'TokenExpired', parsed }
+      let principal = this.principals.get(parsed)
+      if (principal === undefined) {
+        const { u, scopes, exp } = parsed.payload
+        principal = { usage: 'tk', username: u, scopes: new Set(scopes), exp }
+        this.principals.set(parsed, principal)
+      }
+      return { code: 'TokenValid', parsed, principal }
+    }
+    const permanent = parsed
+    const { a } = permanent.payload
+    if (typeof a !== 'string' || !tokenIdPattern.test(a)) return { code: 'TokenRevoked', parsed }
+    const cached = this.cache.get(a)
+    if (cached !== undefined) return this.againstRecord(permanent, cached)
+    return this.load(a).then((record) => this.againstRecord(permanent, record))
+  }
+
+  /** A validly signed pk/sk: valid while its record exists, for that user and usage. */
+  private againstRecord(parsed: ParsedToken, record: TokenRecord | undefined): Validation {
+    if (
+      record === undefined ||
+      record.username !== parsed.payload.u ||
+      record.usage !== parsed.usage
+    ) {
+      return { code: 'TokenRevoked', parsed }
+    }
+    return { code: 'TokenValid', parsed, principal: this.principalOf(record) }
+  }
+
+  private principalOf(record: TokenRecord): Principal {
+    let principal = this.principals.get(record)
+    if (principal === undefined) {
+      const { usage, username, scopes, id } = record
+      principal = { usage, username, scopes: new Set(scopes), tokenId: id }
+      this.principals.set(record, principal)
+    }
+    return principal
+  }
+
+  private verify(parsed: ParsedToken): boolean {
+    for (const key of this.keyring.newestFirst)
+      if (signatureMatches(parsed, key.secret)) return true
+    // A key added by `tessera keys rotate` in another process: look once more.
+    if (this.keyring.refresh()) return this.verify(parsed)
+    return false
+  }
+}
