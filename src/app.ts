@@ -77,12 +77,17 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
     },
   }) as unknown as FastifyInstance
 
+  // Known once listening (PORT=0 picks the port then): asked on every paged list.
+  let origin: string | undefined
   app.decorate('publicUrl', {
     getter() {
       if (http.publicUrl) return http.publicUrl
+      if (origin !== undefined) return origin
       const address = app.server.address()
       const port = typeof address === 'object' && address !== null ? address.port : http.port
-      return `https://${http.host.includes(':') ? `[${http.host}]` : http.host}:${port}`
+      const url = `https://${http.host.includes(':') ? `[${http.host}]` : http.host}:${port}`
+      if (address !== null) origin = url
+      return url
     },
   })
   app.decorateRequest('principal', null)
