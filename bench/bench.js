@@ -137,7 +137,7 @@ async function main() {
         name: 'about 100 tokens, first page',
         route: `/tokens/v2/bench?limit=100&access_token=${sk.token}`,
       }
-      return await scaleReport({ base, ca, pages, small, service, pk })
+      return await scaleReport({ base, ca, pages, small, service, pk, env })
     }
 
     const createBody = JSON.stringify({ note: 'bench', scopes: ['styles:read'] })
@@ -229,7 +229,16 @@ async function main() {
     ]
     process.stdout.write(`${lines.join('\n')}\n`)
     if (table.some((r) => r.non2xx > 0)) throw new Error('some requests failed: see non2xx')
-    save({ kind: 'http', generator, connections, seconds, rounds, rssStart, rssEnd, table })
+    save({
+      kind: `http-${dialectOf(env)}`,
+      generator,
+      connections,
+      seconds,
+      rounds,
+      rssStart,
+      rssEnd,
+      table,
+    })
   } finally {
     service.child.kill('SIGTERM')
     floor.child.kill('SIGTERM')
@@ -245,6 +254,8 @@ async function dropSchema(env) {
   await client.query(`drop schema if exists ${env.DATABASE_SCHEMA} cascade`)
   await client.end()
 }
+
+const dialectOf = (env) => (env.DATABASE_URL ? 'postgres' : 'sqlite')
 
 function save(result) {
   const dir = path.join(root, 'bench', 'results')
@@ -333,7 +344,7 @@ async function runScale({ base, ca, bigToken }) {
   return pages
 }
 
-async function scaleReport({ base, pages, small, service, pk }) {
+async function scaleReport({ base, pages, small, service, pk, env }) {
   const all = [small, ...pages]
   for (const p of all) p.runs = []
   process.stdout.write(
@@ -382,7 +393,15 @@ async function scaleReport({ base, pages, small, service, pk }) {
     `resident memory (MB) by validations: ${memory.map((m) => `${m.validations}: ${m.rssMb}`).join(', ')}`,
   ]
   process.stdout.write(`${lines.join('\n')}\n`)
-  save({ kind: 'scale', generator, tokens: bigCount, seconds, rounds, table, memory })
+  save({
+    kind: `scale-${dialectOf(env)}`,
+    generator,
+    tokens: bigCount,
+    seconds,
+    rounds,
+    table,
+    memory,
+  })
 }
 
 main().catch((err) => {
