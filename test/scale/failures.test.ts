@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { api } from '../e2e/client.js'
 import { type ServerProcess, startServer, tessera } from '../e2e/server.js'
-import { api } from './client.js'
 import { fleetEnv } from './env.js'
 import { type TcpProxy, tcpProxy } from './tcp-proxy.js'
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { api } from '../e2e/client.js'
 import { type ServerProcess, startServer, tessera } from '../e2e/server.js'
-import { api } from './client.js'
 import { awayFromWindowEdge, fleetEnv } from './env.js'
 
 const fleet = fleetEnv()
