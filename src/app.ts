@@ -111,6 +111,7 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
     if (http.trustProxy && request.headers['x-forwarded-proto'] !== 'https') {
       return done(new ApiError('httpsRequired'))
     }
+    if (!ctx.ready) return done(new ApiError('unavailable', 'the database is not reachable yet'))
     done()
   })
   // Authenticated routes (those naming a scope) run the guard first, before the body is read.

@@ -2,7 +2,7 @@ import { type Logger, pino } from 'pino'
 import { AccountService } from './accounts/service.js'
 import type { Config } from './config.js'
 import { localChanges, postgresChanges } from './db/changes.js'
-import { createDatabase, type Db, migrateToLatest } from './db/database.js'
+import { createDatabase, type Db, isUnavailable, migrateToLatest } from './db/database.js'
 import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js'
 import { RedisRateLimiter } from './ratelimit/redis.js'
 import { ScopeCatalog } from './scopes/catalog.js'
@@ -14,6 +14,8 @@ import { TokenService } from './tokens/service.js'
 export interface AppContext {
   config: Config
   log: Logger
+  /** Migrations applied: the service can answer. */
+  readonly ready: boolean
   db: Db
   keyring: Keyring
   catalog: ScopeCatalog
@@ -26,6 +28,11 @@ export interface AppContext {
 export interface Overrides {
   now?: () => number
   log?: Logger
+  /**
+   * The server's choice: when the database cannot be reached at start, come up anyway (the
+   * app answers 503 until `ready`) and keep migrating in the background. The CLI fails instead.
+   */
+  waitForDatabase?: boolean
 }
 
 export async function createContext(
@@ -38,11 +45,32 @@ export async function createContext(
   const catalog = ScopeCatalog.fromFile(config.scopesFile)
   const log = overrides.log ?? pino({ level: 'silent' })
   const db = createDatabase(config.db)
+  let ready = false
+  let stopped = false
   try {
     await migrateToLatest(db, config.db)
+    ready = true
   } catch (err) {
-    await db.destroy()
-    throw err
+    if (!overrides.waitForDatabase || !isUnavailable(err)) {
+      await db.destroy()
+      throw err
+    }
+    log.warn(
+      { err: (err as Error).message },
+      'database unreachable: answering 503 until it is back',
+    )
+    void (async () => {
+      while (!ready && !stopped) {
+        await new Promise((resolve) => setTimeout(resolve, 1000))
+        await migrateToLatest(db, config.db).then(
+          () => {
+            ready = true
+            log.warn('database reachable: migrations applied, answering again')
+          },
+          (e) => isUnavailable(e) || log.error({ err: e }, 'migrations failed'),
+        )
+      }
+    })()
   }
   // Token records are cached in process only while the change feed keeps every cache exact.
   const cache = new TokenCache({ enabled: false })
@@ -59,6 +87,9 @@ export async function createContext(
   return {
     config,
     log,
+    get ready() {
+      return ready
+    },
     db,
     keyring,
     catalog,
@@ -66,6 +97,7 @@ export async function createContext(
     accounts,
     rateLimiter,
     async close() {
+      stopped = true
       await changes.close()
       await rateLimiter.close()
       await db.destroy()

@@ -23,7 +23,7 @@ export async function start(config: Config): Promise<Running> {
       req: (req) => ({ method: req.method, url: redactUrl(req.url), remoteAddress: req.ip }),
     },
   })
-  const ctx = await createContext(config, { log })
+  const ctx = await createContext(config, { log, waitForDatabase: true })
   const { http } = config
   let https: { cert: Buffer; key: Buffer } | undefined
   let certFile: string | undefined

@@ -114,3 +114,38 @@ describe('when PostgreSQL is unreachable', () => {
     },
   )
 })
+
+describe('when PostgreSQL is unreachable at start', () => {
+  const fleet = fleetEnv()
+  let proxy: TcpProxy
+  let server: ServerProcess
+
+  afterAll(async () => {
+    await server?.stop()
+    await proxy?.close()
+    await fleet.drop()
+  })
+
+  it('comes up answering 503, then migrates and serves once the database is back', async () => {
+    const target = new URL(fleet.databaseUrl)
+    proxy = await tcpProxy(Number(target.port || 5432))
+    await proxy.cut()
+    target.host = `127.0.0.1:${proxy.port}`
+    server = await startServer({ ...fleet.env, DATABASE_URL: target.toString() })
+    const down = await api(server, 'GET', '/tokens/v2', 'x.y.z')
+    expect(down.status).toBe(503)
+    expect(down.body).toEqual({
+      message: 'Service Unavailable',
+      details: 'the database is not reachable yet',
+    })
+    expect(server.output()).toContain('database unreachable: answering 503 until it is back')
+    await proxy.restore()
+    await until(
+      'migrations',
+      async () => (await api(server, 'GET', '/tokens/v2', 'x.y.z')).status === 200,
+    )
+    expect((await api(server, 'GET', '/tokens/v2', 'x.y.z')).body).toEqual({
+      code: 'TokenMalformed',
+    })
+  })
+})
