@@ -39,15 +39,18 @@ export function rateLimit(
   applyLimit(reply, hit, now, enforce)
 }
 
+const intervalText = String(intervalS)
+
 function applyLimit(reply: FastifyReply, result: RateLimitResult, now: number, enforce: boolean) {
   const { allowed, limit, reset } = result
+  // Lowercase names and string values (see app.ts): headers are dear on this path.
   reply.headers({
-    'X-Rate-Limit-Interval': intervalS,
-    'X-Rate-Limit-Limit': limit,
-    'X-Rate-Limit-Reset': reset,
+    'x-rate-limit-interval': intervalText,
+    'x-rate-limit-limit': String(limit),
+    'x-rate-limit-reset': String(reset),
   })
   if (allowed || !enforce) return
-  reply.header('Retry-After', Math.max(1, reset - Math.floor(now / 1000)))
+  reply.header('retry-after', String(Math.max(1, reset - Math.floor(now / 1000))))
   throw new ApiError('tooManyRequests')
 }
 
