@@ -1,5 +1,5 @@
 import { generateKeyPairSync, randomBytes, sign } from 'node:crypto'
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 
 /**
@@ -88,4 +88,3 @@ export function ensureSelfSigned(dataDir: string): {
   return { certFile, keyFile, created: true }
 }
 
-export const readPem = (file: string) => readFileSync(file)
