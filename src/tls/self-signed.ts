@@ -87,4 +87,3 @@ export function ensureSelfSigned(dataDir: string): {
   writeFileSync(certFile, cert)
   return { certFile, keyFile, created: true }
 }
-
