@@ -31,14 +31,25 @@ const decode = (text: string) => {
   }
 }
 
-/** A repeated query parameter takes its first value. */
+/**
+ * A repeated query parameter takes its first value. A plain object (a null-prototype one is a
+ * slow dictionary in V8), so `__proto__` is never taken as a name; no parameter has that name.
+ */
 export function parseQuery(query: string): Record<string, string> {
-  const out: Record<string, string> = Object.create(null)
-  for (const pair of query.split('&')) {
-    if (pair === '') continue
-    const eq = pair.indexOf('=')
-    const key = decode(eq === -1 ? pair : pair.slice(0, eq))
-    if (!(key in out)) out[key] = eq === -1 ? '' : decode(pair.slice(eq + 1))
+  const out: Record<string, string> = {}
+  let start = 0
+  while (start <= query.length) {
+    let end = query.indexOf('&', start)
+    if (end === -1) end = query.length
+    if (end > start) {
+      const eq = query.indexOf('=', start)
+      const named = eq !== -1 && eq < end
+      const key = decode(query.slice(start, named ? eq : end))
+      if (key !== '__proto__' && !Object.hasOwn(out, key)) {
+        out[key] = named ? decode(query.slice(eq + 1, end)) : ''
+      }
+    }
+    start = end + 1
   }
   return out
 }

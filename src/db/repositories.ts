@@ -1,5 +1,6 @@
 import type { Kysely, Selectable } from 'kysely'
 import { type TokenView, tokenView } from '../tokens/document.js'
+import { compiledOnce } from './compiled.js'
 import type { AccountsTable, Database, TokensTable } from './schema.js'
 
 type Executor = Kysely<Database>
@@ -73,6 +74,18 @@ const fromToken = (t: TokenRecord): TokensTable => ({
   document: JSON.stringify(tokenView(t)),
 })
 
+const insertColumns = [
+  'id',
+  'username',
+  'usage',
+  'is_default',
+  'scopeless',
+  'key_id',
+  'created',
+  'modified',
+  'document',
+] as const satisfies readonly (keyof TokensTable)[]
+
 /** A row of a list page: just what the page needs, the object already serialized. */
 export interface ListedToken {
   id: string
@@ -105,11 +118,23 @@ export const tokensRepo = {
   },
 
   async insertMany(db: Executor, ts: TokenRecord[]): Promise<void> {
-    if (ts.length > 0) await db.insertInto('tokens').values(ts.map(fromToken)).execute()
+    if (ts.length === 0) return
+    const rows = ts.map(fromToken)
+    const parameters = rows.flatMap((row) => insertColumns.map((column) => row[column]))
+    await db.executeQuery(
+      compiledOnce(db, `insert tokens ${rows.length}`, parameters, () =>
+        db.insertInto('tokens').values(rows),
+      ),
+    )
   },
 
   async find(db: Executor, id: string): Promise<TokenRecord | undefined> {
-    const row = await db.selectFrom('tokens').selectAll().where('id', '=', id).executeTakeFirst()
+    const { rows } = await db.executeQuery(
+      compiledOnce(db, 'find token', [id], () =>
+        db.selectFrom('tokens').selectAll().where('id', '=', id),
+      ),
+    )
+    const row = rows[0] as Selectable<TokensTable> | undefined
     return row && toToken(row)
   },
 
@@ -130,17 +155,29 @@ export const tokensRepo = {
   async list(db: Executor, f: ListFilter): Promise<ListedToken[]> {
     const column = f.sortby
     const direction = f.sortby === 'created' ? 'asc' : 'desc'
-    let q = db
-      .selectFrom('tokens')
-      .select(['id', 'usage', 'key_id', 'document'])
-      .where('username', '=', f.username)
-    if (f.usage !== undefined) q = q.where('usage', '=', f.usage)
-    if (f.isDefault !== undefined) q = q.where('is_default', '=', f.isDefault ? 1 : 0)
-    const after = f.after
-    if (after !== undefined) {
-      const op = direction === 'asc' ? '>' : '<'
-      q = q.where((eb) => eb(eb.refTuple(column, 'id'), op, eb.tuple(after.at, after.id)))
-    }
-    return q.orderBy(column, direction).orderBy('id', direction).limit(f.limit).execute()
+    const { usage, isDefault, after } = f
+    const isDefaultValue = isDefault === undefined ? undefined : isDefault ? 1 : 0
+    const parameters: unknown[] = [f.username]
+    if (usage !== undefined) parameters.push(usage)
+    if (isDefaultValue !== undefined) parameters.push(isDefaultValue)
+    if (after !== undefined) parameters.push(after.at, after.id)
+    parameters.push(f.limit)
+    const shape = `list ${column} ${usage !== undefined} ${isDefault !== undefined} ${after !== undefined}`
+    const { rows } = await db.executeQuery(
+      compiledOnce(db, shape, parameters, () => {
+        let q = db
+          .selectFrom('tokens')
+          .select(['id', 'usage', 'key_id', 'document'])
+          .where('username', '=', f.username)
+        if (usage !== undefined) q = q.where('usage', '=', usage)
+        if (isDefaultValue !== undefined) q = q.where('is_default', '=', isDefaultValue)
+        if (after !== undefined) {
+          const op = direction === 'asc' ? '>' : '<'
+          q = q.where((eb) => eb(eb.refTuple(column, 'id'), op, eb.tuple(after.at, after.id)))
+        }
+        return q.orderBy(column, direction).orderBy('id', direction).limit(f.limit)
+      }),
+    )
+    return rows as ListedToken[]
   },
 }

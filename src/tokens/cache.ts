@@ -1,17 +1,60 @@
 import type { TokenRecord } from '../db/repositories.js'
 
-/** A Map that forgets its oldest entries beyond `max`: bounded memory, no bookkeeping per hit. */
-export class BoundedMap<V> extends Map<string, V> {
-  constructor(private readonly max: number) {
-    super()
+/**
+ * A map of at most `max` entries that forgets the least recently used half at a time: two
+ * generations of plain Maps, swapped when the young one is full. No bookkeeping per hit, and
+ * no walk over deleted slots to find an oldest entry (which a single Map makes slow).
+ */
+export class BoundedMap<V> {
+  private young = new Map<string, V>()
+  private old = new Map<string, V>()
+  private readonly half: number
+
+  constructor(max: number) {
+    this.half = Math.max(1, Math.floor(max / 2))
   }
 
-  override set(key: string, value: V) {
-    if (this.size >= this.max && !this.has(key)) {
-      const oldest = this.keys().next().value
-      if (oldest !== undefined) this.delete(oldest)
+  get size() {
+    return this.young.size + this.old.size
+  }
+
+  get(key: string): V | undefined {
+    const value = this.young.get(key)
+    if (value !== undefined || this.old.size === 0) return value
+    const aged = this.old.get(key)
+    if (aged !== undefined) {
+      this.old.delete(key)
+      this.add(key, aged)
     }
-    return super.set(key, value)
+    return aged
+  }
+
+  set(key: string, value: V): this {
+    if (this.young.has(key)) {
+      this.young.set(key, value)
+    } else {
+      this.old.delete(key)
+      this.add(key, value)
+    }
+    return this
+  }
+
+  delete(key: string): boolean {
+    const young = this.young.delete(key)
+    return this.old.delete(key) || young
+  }
+
+  clear() {
+    this.young.clear()
+    this.old.clear()
+  }
+
+  private add(key: string, value: V) {
+    if (this.young.size >= this.half) {
+      this.old = this.young
+      this.young = new Map()
+    }
+    this.young.set(key, value)
   }
 }
 

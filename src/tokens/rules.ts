@@ -82,4 +82,13 @@ export function parseTimestamp(value: string): number | undefined {
   return ms - sign * (hours * 60 + minutes) * 60_000
 }
 
-export const isoTime = (ms: number) => new Date(ms).toISOString()
+// Requests in the same millisecond (a batch of creates) format the same instant.
+let lastMs = Number.NaN
+let lastIso = ''
+export const isoTime = (ms: number) => {
+  if (ms !== lastMs) {
+    lastIso = new Date(ms).toISOString()
+    lastMs = ms
+  }
+  return lastIso
+}
