@@ -20,3 +20,26 @@ describe('group commit', () => {
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled'])
   })
 })
+
+describe('group commit with a slow write', () => {
+  it('keeps one write out at a time and writes what arrived meanwhile as the next batch', async () => {
+    const writes: number[][] = []
+    let out = 0
+    let most = 0
+    const b = new Batcher<number>(async (items) => {
+      out++
+      most = Math.max(most, out)
+      writes.push(items)
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      out--
+    })
+    const first = b.add(1)
+    await new Promise((resolve) => setTimeout(resolve, 5)) // 1 is being written
+    const rest = [b.add(2), b.add(3)]
+    await new Promise((resolve) => setImmediate(resolve))
+    rest.push(b.add(4))
+    await Promise.all([first, ...rest])
+    expect(writes).toEqual([[1], [2, 3, 4]])
+    expect(most).toBe(1)
+  })
+})
