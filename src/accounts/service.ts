@@ -21,15 +21,17 @@ export class AccountService {
     private readonly tokens: TokenService,
   ) {}
 
-  async find(username: string): Promise<AccountRecord | undefined> {
+  /** Accounts are never deleted: a known one is answered at once, without a promise. */
+  find(username: string): AccountRecord | undefined | Promise<AccountRecord | undefined> {
     const known = this.known.get(username)
     if (known !== undefined || !usernamePattern.test(username)) return known
-    const account = await accountsRepo.find(this.db, username)
-    if (account !== undefined) {
-      if (this.known.size >= 100_000) this.known.clear()
-      this.known.set(username, account)
-    }
-    return account
+    return accountsRepo.find(this.db, username).then((account) => {
+      if (account !== undefined) {
+        if (this.known.size >= 100_000) this.known.clear()
+        this.known.set(username, account)
+      }
+      return account
+    })
   }
 
   /** Creates an account with its default public token, in one transaction. */

@@ -59,30 +59,50 @@ export const accessToken = (request: FastifyRequest): string | undefined => {
   return typeof value === 'string' && value !== '' ? value : undefined
 }
 
+/** Goes on with `value` now when it is at hand, or once it settles: no promise on a warm path. */
+export const andThen = <T, R>(value: T | Promise<T>, next: (value: T) => R): R | Promise<R> =>
+  value instanceof Promise ? (value.then(next) as Promise<R>) : next(value)
+
 /**
  * The contract's order of checks for every authenticated route: token valid (401), rate limit
  * (429), user exists (404 No such user), token of that user holding the scope (404 Not found).
- * Runs on request, before the body is read.
+ * Runs on request, before the body is read; synchronous when the token and account are known.
  */
 export function guard(ctx: AppContext) {
-  return async (request: FastifyRequest, reply: FastifyReply) => {
-    const scope = request.routeOptions.config.scope as string
+  const check = (request: FastifyRequest, reply: FastifyReply) => {
     const token = accessToken(request)
-    const validation = token === undefined ? undefined : await ctx.tokens.validate(token)
-    if (validation?.code !== 'TokenValid') {
-      await rateLimit(ctx, reply, `ip:${request.ip}`, false)
-      throw new ApiError('unauthorized')
+    const validation = token === undefined ? undefined : ctx.tokens.validate(token)
+    return andThen(validation, (validation) => {
+      if (validation?.code !== 'TokenValid') {
+        return andThen(rateLimit(ctx, reply, `ip:${request.ip}`, false), () => {
+          throw new ApiError('unauthorized')
+        })
+      }
+      const { principal } = validation
+      return andThen(rateLimit(ctx, reply, `user:${principal.username}`), () => {
+        const { username } = request.params as { username: string }
+        return andThen(ctx.accounts.find(username), (account) => {
+          if (account === undefined) throw new ApiError('noSuchUser')
+          if (principal.username !== account.username) {
+            throw new ApiError('notFound', 'the token belongs to another account')
+          }
+          const scope = request.routeOptions.config.scope as string
+          if (!principal.scopes.has(scope))
+            throw new ApiError('notFound', `the token lacks ${scope}`)
+          request.principal = principal
+          request.account = account
+        })
+      })
+    })
+  }
+  return (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
+    let result: unknown
+    try {
+      result = check(request, reply)
+    } catch (err) {
+      return done(err as Error)
     }
-    const { principal } = validation
-    await rateLimit(ctx, reply, `user:${principal.username}`)
-    const { username } = request.params as { username: string }
-    const account = await ctx.accounts.find(username)
-    if (account === undefined) throw new ApiError('noSuchUser')
-    if (principal.username !== account.username) {
-      throw new ApiError('notFound', 'the token belongs to another account')
-    }
-    if (!principal.scopes.has(scope)) throw new ApiError('notFound', `the token lacks ${scope}`)
-    request.principal = principal
-    request.account = account
+    if (result instanceof Promise) result.then(() => done(), done)
+    else done()
   }
 }

@@ -36,6 +36,17 @@ export function normalizeAllowedUrls(urls: readonly string[] | null | undefined)
 
 export const dedupe = (scopes: readonly string[]) => [...new Set(scopes)]
 
+const idSets = new WeakMap<readonly Scope[], Set<string>>()
+/** The ids of a catalog's cached list of scopes (see ScopeCatalog.availableTo), built once. */
+function idsOf(scopes: readonly Scope[]): Set<string> {
+  let ids = idSets.get(scopes)
+  if (ids === undefined) {
+    ids = new Set(scopes.map((s) => s.id))
+    idSets.set(scopes, ids)
+  }
+  return ids
+}
+
 /**
  * Every requested scope must be available to the account and held by the authorizing token
  * (scopes only ever narrow). Returns the catalog entries, de-duplicated.
@@ -46,7 +57,7 @@ export function checkScopes(
   principal: Principal,
   catalog: ScopeCatalog,
 ): Scope[] {
-  const availableIds = new Set(available.map((s) => s.id))
+  const availableIds = idsOf(available)
   return dedupe(requested).map((id) => {
     const scope = catalog.get(id)
     if (scope === undefined || !availableIds.has(id)) {
