@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from 'kysely'
+import { type Kysely, type Selectable, sql } from 'kysely'
 import { type TokenView, tokenView } from '../tokens/document.js'
 import { compiledOnce } from './compiled.js'
 import type { AccountsTable, Database, TokensTable } from './schema.js'
@@ -86,13 +86,14 @@ const insertColumns = [
   'document',
 ] as const satisfies readonly (keyof TokensTable)[]
 
-/** A row of a list page: just what the page needs, the object already serialized. */
-export interface ListedToken {
-  id: string
-  usage: 'pk' | 'sk'
-  key_id: string
-  document: string
-}
+/**
+ * An entry of a list page, one string per row (SQLite builds a row's values into JS strings and
+ * an object at a price per column): an `sk` entry is its stored document; a `pk` entry is
+ * `<key id> <token id> <document>`, what its token string is derived from. Neither id has a space.
+ */
+export type ListedEntry = string
+
+const listedEntry = sql<string>`case when usage = 'sk' then document else key_id || ' ' || id || ' ' || document end`
 
 export const accountsRepo = {
   async insert(db: Executor, a: AccountRecord): Promise<void> {
@@ -152,7 +153,7 @@ export const tokensRepo = {
     return result.numDeletedRows > 0n
   },
 
-  async list(db: Executor, f: ListFilter): Promise<ListedToken[]> {
+  async list(db: Executor, f: ListFilter): Promise<ListedEntry[]> {
     const column = f.sortby
     const direction = f.sortby === 'created' ? 'asc' : 'desc'
     const { usage, isDefault, after } = f
@@ -167,7 +168,7 @@ export const tokensRepo = {
       compiledOnce(db, shape, parameters, () => {
         let q = db
           .selectFrom('tokens')
-          .select(['id', 'usage', 'key_id', 'document'])
+          .select(listedEntry.as('entry'))
           .where('username', '=', f.username)
         if (usage !== undefined) q = q.where('usage', '=', usage)
         if (isDefaultValue !== undefined) q = q.where('is_default', '=', isDefaultValue)
@@ -178,6 +179,6 @@ export const tokensRepo = {
         return q.orderBy(column, direction).orderBy('id', direction).limit(f.limit)
       }),
     )
-    return rows as ListedToken[]
+    return (rows as { entry: string }[]).map((row) => row.entry)
   },
 }

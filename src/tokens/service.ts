@@ -224,16 +224,21 @@ export class TokenService {
       limit: q.limit + 1,
     })
     const page = rows.slice(0, q.limit)
-    const entries = page.map((r) => {
-      if (r.usage === 'sk') return r.document
-      const token = this.tokenString({ id: r.id, usage: r.usage, username, keyId: r.key_id })
-      return token === undefined ? r.document : withToken(r.document, token)
+    let document = ''
+    const entries = page.map((entry) => {
+      if (entry.startsWith('{')) return (document = entry)
+      const keyEnd = entry.indexOf(' ')
+      const idEnd = entry.indexOf(' ', keyEnd + 1)
+      const id = entry.slice(keyEnd + 1, idEnd)
+      const keyId = entry.slice(0, keyEnd)
+      document = entry.slice(idEnd + 1)
+      const token = this.tokenString({ id, usage: 'pk', username, keyId })
+      return token === undefined ? document : withToken(document, token)
     })
-    const last = page[page.length - 1]
     let next: string | undefined
-    if (rows.length > q.limit && last !== undefined) {
-      const at = (JSON.parse(last.document) as TokenView)[q.sortby]
-      next = encodeCursor({ username, sortby: q.sortby, at, id: last.id })
+    if (rows.length > q.limit && document !== '') {
+      const last = JSON.parse(document) as TokenView
+      next = encodeCursor({ username, sortby: q.sortby, at: last[q.sortby], id: last.id })
     }
     return { body: `[${entries.join(',')}]`, next }
   }
