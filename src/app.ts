@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import Fastify from 'fastify'
 import type { Logger } from 'pino'
 import type { AppContext } from './context.js'
@@ -63,12 +63,13 @@ export interface AppOptions {
 
 export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInstance {
   const { http } = ctx.config
+  const log = options.logger
+  const requestLogging = log?.isLevelEnabled('info') === true
+  const logOf = (request: FastifyRequest) => (requestLogging ? request.log : (log ?? request.log))
   const app = Fastify({
-    ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
-    // Above info no request is logged on its own: a child logger per request would buy nothing.
-    ...(options.logger && !options.logger.isLevelEnabled('info')
-      ? { childLoggerFactory: (logger: FastifyBaseLogger) => logger }
-      : {}),
+    // Fastify is given the logger only to log requests (at info). Above info, it would still do
+    // work for every request (a child logger, the request-logging hooks) to log nothing.
+    ...(requestLogging ? { loggerInstance: log } : { logger: false }),
     // Fastify's types make `https` select a different server type; the app is the same.
     ...(options.https ? { https: options.https } : {}),
     trustProxy: http.trustProxy,
@@ -155,11 +156,11 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
       return reply.code(invalid.statusCode).send(invalid.toJSON())
     }
     if (isUnavailable(error)) {
-      request.log.warn({ err: error.message }, 'database unavailable')
+      logOf(request).warn({ err: error.message }, 'database unavailable')
       const unavailable = new ApiError('unavailable')
       return reply.code(unavailable.statusCode).send(unavailable.toJSON())
     }
-    request.log.error({ err: error }, 'unhandled error')
+    logOf(request).error({ err: error }, 'unhandled error')
     const internal = new ApiError('internal')
     return reply.code(internal.statusCode).send(internal.toJSON())
   })

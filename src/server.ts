@@ -1,7 +1,7 @@
 import { readFileSync, realpathSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
-import { pino } from 'pino'
+import { type Logger, pino } from 'pino'
 import { buildApp, redactUrl } from './app.js'
 import { type Config, readEnv, toConfig } from './config.js'
 import { type AppContext, createContext } from './context.js'
@@ -10,6 +10,7 @@ import { ensureSelfSigned } from './tls/self-signed.js'
 export interface Running {
   app: FastifyInstance
   ctx: AppContext
+  log: Logger
   url: string
   certFile?: string
   close(): Promise<void>
@@ -42,6 +43,7 @@ export async function start(config: Config): Promise<Running> {
   return {
     app,
     ctx,
+    log,
     url: `${scheme}://${http.host.includes(':') ? `[${http.host}]` : http.host}:${port}`,
     certFile,
     async close() {
@@ -78,13 +80,13 @@ export async function serve(config: Config): Promise<void> {
   const shutdown = (signal: string) => {
     if (closing) return
     closing = true
-    running.app.log.info({ signal }, 'shutting down')
+    running.log.info({ signal }, 'shutting down')
     running.close().then(
       () => {
         process.exitCode = 0
       },
       (err) => {
-        running.app.log.error({ err }, 'shutdown failed')
+        running.log.error({ err }, 'shutdown failed')
         process.exitCode = 1
       },
     )

@@ -1,5 +1,6 @@
+import { pino } from 'pino'
 import { afterEach, describe, expect, it } from 'vitest'
-import { redactUrl } from '../../src/app.js'
+import { buildApp, redactUrl } from '../../src/app.js'
 import { all, call, type Harness, harness, T0 } from '../helpers.js'
 
 let h: Harness | undefined
@@ -147,5 +148,39 @@ describe('logs', () => {
       '/tokens/v2?limit=1&access_token=[redacted]&x=1',
     )
     expect(redactUrl('/tokens/v2?ACCESS_TOKEN=pk.a.b')).toBe('/tokens/v2?ACCESS_TOKEN=[redacted]')
+  })
+
+  it('log requests at info; above info, only what went wrong', async () => {
+    h = await harness()
+    const sk = await h.token('alice', all)
+    for (const level of ['info', 'warn'] as const) {
+      const lines: { level: number; msg: string; err?: { message: string } }[] = []
+      const logger = pino({ level }, { write: (line: string) => lines.push(JSON.parse(line)) })
+      const app = buildApp(h.ctx, { logger })
+      app.get('/boom', () => {
+        throw new Error('boom')
+      })
+      await app.ready()
+      expect((await call(app, 'GET', '/scopes/v1/alice', sk.token)).status).toBe(200)
+      const boom = await call(app, 'GET', '/boom')
+      expect(boom).toMatchObject({ status: 500, body: { message: 'Internal Server Error' } })
+      await app.close()
+      const messages = lines.map((l) => l.msg)
+      if (level === 'info') {
+        expect(messages).toEqual([
+          'incoming request',
+          'request completed',
+          'incoming request',
+          'unhandled error',
+          'request completed',
+        ])
+      } else {
+        expect(messages).toEqual(['unhandled error'])
+      }
+      expect(lines.find((l) => l.msg === 'unhandled error')).toMatchObject({
+        level: 50,
+        err: { message: 'boom' },
+      })
+    }
   })
 })
