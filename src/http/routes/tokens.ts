@@ -71,16 +71,17 @@ export function tokenRoutes(app: FastifyInstance, ctx: AppContext) {
         response: { 200: CreateResult, ...authErrors },
       },
       // The kind of token decides what it may create; checked before the body is validated.
-      preValidation: async (request) => {
+      preValidation: (request, _reply, done) => {
         const { principal } = caller(request)
         const body = request.body
         const temporary = typeof body === 'object' && body !== null && 'expires' in body
         if (!temporary && principal.usage !== 'sk') {
-          throw new ApiError('notFound', 'only a secret token may create a permanent token')
+          return done(new ApiError('notFound', 'only a secret token may create a permanent token'))
         }
         if (temporary && principal.usage === 'pk') {
-          throw new ApiError('notFound', 'a public token may not create temporary tokens')
+          return done(new ApiError('notFound', 'a public token may not create temporary tokens'))
         }
+        done()
       },
     },
     async (request) => {
