@@ -226,7 +226,10 @@ export class TokenService {
     const page = rows.slice(0, q.limit)
     let document = ''
     const entries = page.map((entry) => {
-      if (entry.startsWith('{')) return (document = entry)
+      if (entry.startsWith('{')) {
+        document = entry
+        return entry
+      }
       const keyEnd = entry.indexOf(' ')
       const idEnd = entry.indexOf(' ', keyEnd + 1)
       const id = entry.slice(keyEnd + 1, idEnd)
