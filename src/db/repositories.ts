@@ -74,18 +74,6 @@ const fromToken = (t: TokenRecord): TokensTable => ({
   document: JSON.stringify(tokenView(t)),
 })
 
-const insertColumns = [
-  'id',
-  'username',
-  'usage',
-  'is_default',
-  'scopeless',
-  'key_id',
-  'created',
-  'modified',
-  'document',
-] as const satisfies readonly (keyof TokensTable)[]
-
 /**
  * An entry of a list page, one string per row (SQLite builds a row's values into JS strings and
  * an object at a price per column): an `sk` entry is its stored document; a `pk` entry is
@@ -121,7 +109,12 @@ export const tokensRepo = {
   async insertMany(db: Executor, ts: TokenRecord[]): Promise<void> {
     if (ts.length === 0) return
     const rows = ts.map(fromToken)
-    const parameters = rows.flatMap((row) => insertColumns.map((column) => row[column]))
+    // In the column order of fromToken, which Kysely follows (compiledOnce checks it).
+    const parameters: unknown[] = []
+    for (const r of rows) {
+      parameters.push(r.id, r.username, r.usage, r.is_default, r.scopeless)
+      parameters.push(r.key_id, r.created, r.modified, r.document)
+    }
     await db.executeQuery(
       compiledOnce(db, `insert tokens ${rows.length}`, parameters, () =>
         db.insertInto('tokens').values(rows),
