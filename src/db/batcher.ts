@@ -1,7 +1,7 @@
 /**
  * Group commit: items are written together, in one statement and one transaction. One write is
  * out at a time; items added meanwhile (while the event loop was busy, or while the previous
- * write was committing on the writer thread) make the next batch. Each caller's promise settles
+ * write was out, a round trip on PostgreSQL) make the next batch. Each caller's promise settles
  * when its own item is durable (or failed). A failing batch is retried item by item, so that one
  * bad item fails only its own caller.
  */

@@ -34,9 +34,7 @@ export function rateLimit(
   enforce = true,
 ): void | Promise<void> {
   const now = ctx.tokens.now()
-  const hit = ctx.rateLimiter.hit(key, now)
-  if (hit instanceof Promise) return hit.then((result) => applyLimit(reply, result, now, enforce))
-  applyLimit(reply, hit, now, enforce)
+  return andThen(ctx.rateLimiter.hit(key, now), (result) => applyLimit(reply, result, now, enforce))
 }
 
 const intervalText = String(intervalS)

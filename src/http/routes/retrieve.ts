@@ -4,7 +4,7 @@ import { ApiError } from '../../errors.js'
 import type { ParsedToken } from '../../tokens/codec.js'
 import { isoTime } from '../../tokens/rules.js'
 import type { Validation as Checked } from '../../tokens/validator.js'
-import { accessToken, rateLimit } from '../guard.js'
+import { accessToken, andThen, rateLimit } from '../guard.js'
 import { AccessTokenQuery, errorResponses, Validation } from '../schemas.js'
 
 /**
@@ -63,13 +63,11 @@ export function retrieveRoute(app: FastifyInstance, ctx: AppContext) {
           if (validation.code === 'TokenMalformed') return '{"code":"TokenMalformed"}'
           return `{"code":"${validation.code}","token":${tokenJson(validation.parsed)}}`
         }
-        const limited = rateLimit(ctx, reply, key)
-        return limited instanceof Promise ? limited.then(respond) : respond()
+        return andThen(rateLimit(ctx, reply, key), respond)
       }
       const token = accessToken(request)
       if (token === undefined) return answer()
-      const validation = ctx.tokens.validate(token)
-      return validation instanceof Promise ? validation.then(answer) : answer(validation)
+      return andThen(ctx.tokens.validate(token), answer)
     },
   )
 }
