@@ -50,9 +50,11 @@ function underCallgrind(outDir, args, env, pattern) {
 /** Total instructions of one run of a server that answered `count` requests of `load`. */
 async function countRun(server, load, count) {
   const outDir = mkdtempSync(path.join(tmpdir(), 'tessera-callgrind-'))
+  let child
   try {
-    const { child, match } = await underCallgrind(outDir, server.args, server.env, server.ready)
-    const url = `${server.origin(match)}${load.route}`
+    const started = await underCallgrind(outDir, server.args, server.env, server.ready)
+    child = started.child
+    const url = `${server.origin(started.match)}${load.route}`
     // A generous timeout: under callgrind a request may take seconds (a WAL checkpoint).
     const args = [require.resolve('autocannon/autocannon.js'), '-j', '-c', '10', '-t', '120']
     args.push('-a', count)
@@ -74,6 +76,9 @@ async function countRun(server, load, count) {
     const totals = /^(?:summary|totals): (\d+)/m.exec(readFileSync(path.join(outDir, file), 'utf8'))
     return Number(totals[1])
   } finally {
+    if (child !== undefined && child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL')
+    }
     rmSync(outDir, { recursive: true, force: true })
   }
 }
