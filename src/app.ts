@@ -1,7 +1,9 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import Fastify from 'fastify'
 import type { Logger } from 'pino'
+import { configuredOrigin } from './config.js'
 import type { AppContext } from './context.js'
+import { dashboard } from './dashboard/plugin.js'
 import { isUnavailable } from './db/database.js'
 import { ApiError } from './errors.js'
 import { guard, rateLimitHeaders } from './http/guard.js'
@@ -18,8 +20,14 @@ declare module 'fastify' {
   }
 }
 
-/** Hides the value of `access_token` so that no log line ever holds a token string. */
-export const redactUrl = (url: string) => url.replace(/([?&]access_token=)[^&#]*/gi, '$1[redacted]')
+/**
+ * Hides the value of `access_token` and the secret of a dashboard setup link, so that no log
+ * line ever holds a token string or a link that sets a password.
+ */
+export const redactUrl = (url: string) =>
+  url
+    .replace(/([?&]access_token=)[^&#]*/gi, '$1[redacted]')
+    .replace(/(\/+account\/+setup\/+)[^/?#]*/i, '$1[redacted]')
 
 const decode = (text: string) => {
   if (!text.includes('%') && !text.includes('+')) return text
@@ -97,7 +105,7 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
       if (origin !== undefined) return origin
       const address = app.server.address()
       const port = typeof address === 'object' && address !== null ? address.port : http.port
-      const url = `https://${http.host.includes(':') ? `[${http.host}]` : http.host}:${port}`
+      const url = configuredOrigin(http, port)
       if (address !== null) origin = url
       return url
     },
@@ -168,6 +176,10 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
     const notFound = new ApiError('notFound')
     return reply.code(notFound.statusCode).send(notFound.toJSON())
   })
+
+  // The account dashboard: its parsers, hooks and error pages stay inside its plugin.
+  app.register(dashboard, { prefix: '/account', ctx })
+  app.get('/', (_request, reply) => reply.redirect('/account', 302))
 
   openapi(app, { version: '0.1.0' })
   retrieveRoute(app, ctx)

@@ -21,6 +21,7 @@ export interface Env {
   REDIS_KEY_PREFIX?: string
   RATE_LIMIT_PER_MINUTE?: string
   LOG_LEVEL?: string
+  DASHBOARD_SIGNUP?: string
 }
 
 const names: (keyof Env)[] = [
@@ -40,6 +41,7 @@ const names: (keyof Env)[] = [
   'REDIS_KEY_PREFIX',
   'RATE_LIMIT_PER_MINUTE',
   'LOG_LEVEL',
+  'DASHBOARD_SIGNUP',
 ]
 
 /** Reads the process environment, with `.env` in the working directory filling unset names. */
@@ -71,6 +73,10 @@ export interface Config {
   signingKeys?: string
   rateLimitPerMinute: number
   logLevel: string
+  dashboard: {
+    /** Anyone may create an account at /account/sign-up; otherwise accounts come by invite. */
+    signup: boolean
+  }
 }
 
 export class ConfigError extends Error {}
@@ -99,6 +105,12 @@ export const packageRoot = path.resolve(
   here.endsWith(path.join('dist', 'src')) ? '../..' : '..',
 )
 export const defaultScopesFile = path.join(packageRoot, 'catalog', 'default.yaml')
+
+/** PUBLIC_URL, or the origin HOST and PORT give (the server knows its port once listening). */
+export function configuredOrigin(http: Config['http'], port = http.port): string {
+  if (http.publicUrl) return http.publicUrl
+  return `https://${http.host.includes(':') ? `[${http.host}]` : http.host}:${port}`
+}
 
 /** Applies defaults and cross-field checks; throws ConfigError with a one-line reason. */
 export function toConfig(env: Env): Config {
@@ -144,6 +156,10 @@ export function toConfig(env: Env): Config {
   if (!logLevels.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of ${logLevels.join(', ')}`)
   }
+  const signup = env.DASHBOARD_SIGNUP ?? 'closed'
+  if (signup !== 'open' && signup !== 'closed') {
+    throw new ConfigError(`DASHBOARD_SIGNUP must be open or closed, got "${signup}"`)
+  }
   return {
     http: {
       host,
@@ -161,5 +177,6 @@ export function toConfig(env: Env): Config {
     signingKeys: env.SIGNING_KEYS,
     rateLimitPerMinute: integer('RATE_LIMIT_PER_MINUTE', env.RATE_LIMIT_PER_MINUTE, 100, 1, 1e9),
     logLevel,
+    dashboard: { signup: signup === 'open' },
   }
 }

@@ -1,4 +1,5 @@
 import { type Logger, pino } from 'pino'
+import { HolderService } from './accounts/holders.js'
 import { AccountService } from './accounts/service.js'
 import type { Config } from './config.js'
 import { localChanges, postgresChanges } from './db/changes.js'
@@ -21,6 +22,8 @@ export interface AppContext {
   catalog: ScopeCatalog
   tokens: TokenService
   accounts: AccountService
+  /** Account holders of the dashboard: passwords, setup links, sessions. */
+  holders: HolderService
   rateLimiter: RateLimiter
   close(): Promise<void>
 }
@@ -81,6 +84,7 @@ export async function createContext(
   )
   const tokens = new TokenService({ db, keyring, catalog, cache, changes, now: overrides.now })
   const accounts = new AccountService(db, catalog, tokens)
+  const holders = new HolderService(db, accounts, tokens.now)
   const rateLimiter = config.redis
     ? new RedisRateLimiter(config.redis.url, config.redis.keyPrefix, config.rateLimitPerMinute, log)
     : new MemoryRateLimiter(config.rateLimitPerMinute)
@@ -95,6 +99,7 @@ export async function createContext(
     catalog,
     tokens,
     accounts,
+    holders,
     rateLimiter,
     async close() {
       stopped = true

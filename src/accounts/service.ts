@@ -34,11 +34,15 @@ export class AccountService {
     })
   }
 
-  /** Creates an account with its default public token, in one transaction. */
+  /**
+   * Creates an account with its default public token, in one transaction; `within` adds more
+   * to that transaction (the holder's password at sign-up).
+   */
   async create(
     username: string,
     plan = this.catalog.defaultPlan,
     features: string[] = [],
+    within?: (trx: Db, account: AccountRecord) => Promise<void>,
   ): Promise<AccountRecord & { defaultToken: TokenView }> {
     if (!usernamePattern.test(username)) {
       throw new AccountError(
@@ -71,6 +75,7 @@ export class AccountService {
       }
       await accountsRepo.insert(trx, account)
       await tokensRepo.insert(trx, token)
+      await within?.(trx, account)
     })
     return { ...account, defaultToken: this.tokens.view(token) }
   }

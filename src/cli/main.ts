@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util'
 import { AccountError } from '../accounts/service.js'
-import { ConfigError, readEnv, toConfig } from '../config.js'
+import { ConfigError, configuredOrigin, readEnv, toConfig } from '../config.js'
 import { createContext } from '../context.js'
 import { ApiError } from '../errors.js'
 import { serve } from '../server.js'
@@ -10,6 +10,7 @@ const usage = `usage: tessera <command>
 
   serve                                       run the service (what npm start runs)
   account create <username> [--plan P] [--feature F]...
+  account invite <username>                   a new dashboard setup link (voids older ones)
   token create <username> [--scopes a,b] [--note N] [--allowed-url U]...
   keys rotate                                 add a signing key
   migrate                                     apply database migrations
@@ -56,8 +57,16 @@ async function run(argv: string[]): Promise<void> {
   const ctx = await createContext(config)
   try {
     if (command === 'migrate') return print({ migrated: true })
+    const setupUrl = async (username: string) =>
+      `${configuredOrigin(config.http)}/account/setup/${await ctx.holders.invite(username)}`
     if (command === 'account' && sub === 'create' && arg !== undefined) {
-      return print(await ctx.accounts.create(arg, values.plan, values.feature ?? []))
+      const account = await ctx.accounts.create(arg, values.plan, values.feature ?? [])
+      return print({ ...account, setupUrl: await setupUrl(account.username) })
+    }
+    if (command === 'account' && sub === 'invite' && arg !== undefined) {
+      const account = await ctx.accounts.find(arg)
+      if (account === undefined) throw new AccountError(`no such account: ${arg}`)
+      return print({ username: account.username, setupUrl: await setupUrl(account.username) })
     }
     if (command === 'token' && sub === 'create' && arg !== undefined) {
       const account = await ctx.accounts.find(arg)

@@ -174,4 +174,33 @@ export const tokensRepo = {
     )
     return (rows as { entry: string }[]).map((row) => row.entry)
   },
+  /**
+   * A page of whole records in created order (the dashboard): after a position, or before one
+   * (then read backwards, nearest first, and returned in created order).
+   */
+  async browse(
+    db: Executor,
+    f: {
+      username: string
+      after?: { at: string; id: string }
+      before?: { at: string; id: string }
+      limit: number
+    },
+  ): Promise<{ rows: TokenRecord[] }> {
+    const backwards = f.before !== undefined
+    const at = f.before ?? f.after
+    const direction = backwards ? 'desc' : 'asc'
+    let q = db.selectFrom('tokens').selectAll().where('username', '=', f.username)
+    if (at !== undefined) {
+      q = q.where((eb) =>
+        eb(eb.refTuple('created', 'id'), backwards ? '<' : '>', eb.tuple(at.at, at.id)),
+      )
+    }
+    const rows = await q
+      .orderBy('created', direction)
+      .orderBy('id', direction)
+      .limit(f.limit)
+      .execute()
+    return { rows: rows.map(toToken) }
+  },
 }

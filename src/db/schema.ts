@@ -20,7 +20,35 @@ export interface TokensTable {
   document: string
 }
 
+export interface PasswordsTable {
+  username: string
+  /** `scrypt$<log2 N>$<r>$<p>$<salt>$<key>`, base64url; see accounts/passwords.ts. */
+  hash: string
+  changed: string
+}
+
+export interface SetupLinksTable {
+  /** SHA-256 (hex) of the link's secret: the secret itself is never stored. */
+  id_hash: string
+  username: string
+  created: string
+  expires: string
+  ended: string | null
+}
+
+export interface SessionsTable {
+  /** SHA-256 (hex) of the session id in the cookie. */
+  id_hash: string
+  username: string
+  csrf: string
+  created: string
+  last_seen: string
+}
+
 export interface Database {
   accounts: AccountsTable
   tokens: TokensTable
+  passwords: PasswordsTable
+  setup_links: SetupLinksTable
+  sessions: SessionsTable
 }

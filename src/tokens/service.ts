@@ -248,6 +248,47 @@ export class TokenService {
     return { body: `[${entries.join(',')}]`, next }
   }
 
+  /** One token of the account, as a list shows it: an `sk` without its string. */
+  async get(account: AccountRecord, id: string): Promise<TokenView> {
+    return this.listed(await this.find(account, id))
+  }
+
+  /** As list shows a token: the string of a `pk` only; an `sk` string is shown once, at create. */
+  private listed(record: TokenRecord): TokenView {
+    return record.usage === 'pk' ? this.view(record) : tokenView(record)
+  }
+
+  /**
+   * A page of the account's tokens in created order, for people rather than clients: whole
+   * objects, and cursors both ways. `start` and `before` are cursors of this listing.
+   */
+  async browse(
+    account: AccountRecord,
+    page: { start?: string; before?: string },
+    limit = 100,
+  ): Promise<{ tokens: TokenView[]; next?: string; previous?: string }> {
+    const { username } = account
+    const position = (cursor: string | undefined) => {
+      if (cursor === undefined) return undefined
+      return decodeCursor(cursor, username, 'created') ?? fail('badStart')
+    }
+    const before = position(page.before)
+    const after = before === undefined ? position(page.start) : undefined
+    const { rows } = await tokensRepo.browse(this.db, { username, after, before, limit: limit + 1 })
+    const more = rows.length > limit
+    const records = rows.slice(0, limit)
+    if (before !== undefined) records.reverse()
+    const cursor = (r: TokenRecord | undefined) =>
+      r && encodeCursor({ username, sortby: 'created', at: r.created, id: r.id })
+    return {
+      tokens: records.map((r) => this.listed(r)),
+      next: before !== undefined || more ? cursor(records.at(-1)) : undefined,
+      previous: (before !== undefined ? more : after !== undefined)
+        ? cursor(records[0])
+        : undefined,
+    }
+  }
+
   /** Read for a change: from the database, never the cache (the caller will modify it). */
   private async find(account: AccountRecord, id: string): Promise<TokenRecord> {
     const record = tokenIdPattern.test(id) ? await tokensRepo.find(this.db, id) : undefined

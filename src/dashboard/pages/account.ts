@@ -1,0 +1,38 @@
+import type { FastifyInstance } from 'fastify'
+import { HolderError } from '../../accounts/holders.js'
+import type { DashboardDeps } from '../plugin.js'
+import { form, holderOf, redirect, sendPage } from '../reply.js'
+import { scopesView, settingsView } from '../views/account.js'
+
+/** The scopes page and settings (plan, features, password). */
+export function accountPages(app: FastifyInstance, { ctx }: DashboardDeps) {
+  const scopesOf = (a: { plan: string; features: string[] }) =>
+    ctx.catalog.availableTo(a.plan, a.features)
+
+  app.get('/scopes', async (request, reply) => {
+    const { account, signedIn } = holderOf(request)
+    return sendPage(reply, scopesView({ signedIn, scopes: scopesOf(account) }))
+  })
+
+  app.get('/settings', async (request, reply) => {
+    const { account, signedIn } = holderOf(request)
+    const notice =
+      (request.query as { done?: string }).done === 'password' ? 'Password changed' : undefined
+    const scopeCount = scopesOf(account).length
+    return sendPage(reply, settingsView({ signedIn, account, scopeCount, notice }))
+  })
+
+  app.post('/settings/password', async (request, reply) => {
+    const { account, session, signedIn } = holderOf(request)
+    const f = form(request)
+    try {
+      await ctx.holders.changePassword(session, f.get('current') ?? '', f.get('password') ?? '')
+      return redirect(reply, '/account/settings?done=password')
+    } catch (err) {
+      if (!(err instanceof HolderError)) throw err
+      const scopeCount = scopesOf(account).length
+      const error = { message: err.message.replace(/\.$/, '') }
+      return sendPage(reply, settingsView({ signedIn, account, scopeCount, error }), 422)
+    }
+  })
+}

@@ -1,0 +1,141 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { HolderError } from '../../accounts/holders.js'
+import { AccountError } from '../../accounts/service.js'
+import type { DashboardDeps } from '../plugin.js'
+import { form, holderOf, redirect, sendPage } from '../reply.js'
+import { clearSessionCookie, safeNext, sessionId, setSessionCookie } from '../session.js'
+import type { ThrottleKey } from '../throttle.js'
+import { messageView, setupView, signInView, signUpView } from '../views/auth.js'
+
+const signedOut = { config: { signedOut: true } }
+
+/** Sign in and out, setup links and open sign-up: where sessions begin and end. */
+export function signInPages(app: FastifyInstance, { ctx, throttle }: DashboardDeps) {
+  const { holders } = ctx
+  const signUp = ctx.config.dashboard.signup
+
+  /** A new session (ending the one the browser had), then the page asked for. */
+  const begin = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    username: string,
+    to: string,
+  ) => {
+    const old = sessionId(request)
+    const previous = old === undefined ? undefined : await holders.session(old)
+    if (previous !== undefined) await holders.endSession(previous)
+    const { id } = await holders.startSession(username)
+    setSessionCookie(reply, id)
+    return redirect(reply, to)
+  }
+
+  app.get('/sign-in', signedOut, async (request, reply) => {
+    const next = safeNext((request.query as { next?: string }).next)
+    return sendPage(reply, signInView({ next, signUp }))
+  })
+
+  app.post('/sign-in', signedOut, async (request, reply) => {
+    const f = form(request)
+    const username = (f.get('username') ?? '').trim().toLowerCase()
+    const next = safeNext(f.get('next'))
+    const keys: ThrottleKey[] = [
+      { kind: 'user', value: username },
+      { kind: 'ip', value: request.ip },
+    ]
+    const wait = await throttle.retryAfter(keys)
+    if (wait > 0) {
+      const minutes = Math.ceil(wait / 60)
+      reply.header('retry-after', String(wait))
+      const lines = [
+        'Too many failed sign-in attempts.',
+        `Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
+      ]
+      return sendPage(
+        reply,
+        messageView('Too many attempts', lines, { href: '/account/sign-in', text: 'Sign in' }),
+        429,
+      )
+    }
+    const account = await holders.checkPassword(username, f.get('password') ?? '')
+    if (account === undefined) {
+      await throttle.fail(keys)
+      const error = { message: 'Wrong username or password' }
+      return sendPage(reply, signInView({ username, next, error, signUp }), 401)
+    }
+    await throttle.clear({ kind: 'user', value: username })
+    return begin(request, reply, account.username, next)
+  })
+
+  app.post('/sign-out', async (request, reply) => {
+    await holders.endSession(holderOf(request).session)
+    clearSessionCookie(reply)
+    return redirect(reply, '/account/sign-in')
+  })
+
+  app.post('/sign-out-everywhere', async (request, reply) => {
+    await holders.endAllSessions(holderOf(request).account.username)
+    clearSessionCookie(reply)
+    return redirect(reply, '/account/sign-in')
+  })
+
+  const linkGone = (reply: FastifyReply) =>
+    sendPage(
+      reply,
+      messageView('Link no longer valid', [
+        'This setup link has been used, replaced by a newer one, or has expired (links last 24 hours).',
+        'Ask your operator for a new link.',
+      ]),
+      410,
+    )
+  const linkUnknown = (reply: FastifyReply) =>
+    sendPage(reply, messageView('Page not found', ['This setup link is not valid.']), 404)
+
+  app.get('/setup/:link', signedOut, async (request, reply) => {
+    const { link } = request.params as { link: string }
+    const { state, username } = await holders.link(link)
+    if (state === 'unknown') return linkUnknown(reply)
+    if (state === 'gone') return linkGone(reply)
+    return sendPage(reply, setupView({ action: `/account/setup/${link}`, username }))
+  })
+
+  app.post('/setup/:link', signedOut, async (request, reply) => {
+    const { link } = request.params as { link: string }
+    const f = form(request)
+    try {
+      const username = await holders.completeSetup(
+        link,
+        f.get('password') ?? '',
+        f.get('confirm') ?? '',
+      )
+      return begin(request, reply, username, '/account')
+    } catch (err) {
+      if (!(err instanceof HolderError)) throw err
+      if (err.reason === 'linkGone') return linkGone(reply)
+      if (err.reason === 'linkUnknown') return linkUnknown(reply)
+      const view = setupView({
+        action: `/account/setup/${link}`,
+        username: (await holders.link(link)).username,
+        error: { message: err.message },
+      })
+      return sendPage(reply, view, 422)
+    }
+  })
+
+  if (!signUp) return
+  app.get('/sign-up', signedOut, async (_request, reply) => sendPage(reply, signUpView({})))
+
+  app.post('/sign-up', signedOut, async (request, reply) => {
+    const f = form(request)
+    const username = (f.get('username') ?? '').trim()
+    try {
+      const account = await holders.signUp(username, f.get('password') ?? '')
+      return begin(request, reply, account.username, '/account')
+    } catch (err) {
+      if (!(err instanceof HolderError) && !(err instanceof AccountError)) throw err
+      const message = err.message.replace(/^account \S+ already exists$/, 'This username is taken.')
+      return sendPage(reply, signUpView({ username, error: { message: capital(message) } }), 422)
+    }
+  })
+}
+
+const capital = (text: string) => text.charAt(0).toUpperCase() + text.slice(1)

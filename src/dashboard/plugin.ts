@@ -1,0 +1,135 @@
+import type { FastifyError, FastifyInstance } from 'fastify'
+import type { AppContext } from '../context.js'
+import { ApiError } from '../errors.js'
+import { assets } from './assets.js'
+import { accountPages } from './pages/account.js'
+import { signInPages } from './pages/sign-in.js'
+import { temporaryPages } from './pages/temporary.js'
+import { tokenPages } from './pages/tokens.js'
+import { form, sendPage } from './reply.js'
+import {
+  checkCsrf,
+  checkOrigin,
+  clearSessionCookie,
+  Forbidden,
+  safeNext,
+  sessionId,
+  signInPath,
+} from './session.js'
+import { SignInThrottle } from './throttle.js'
+import { messageView } from './views/auth.js'
+
+const securityHeaders = {
+  'content-security-policy':
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'same-origin',
+  'x-frame-options': 'DENY',
+}
+
+/** Forms of every page, including the allowed URLs of a token (100 of 2,048 characters). */
+const formLimit = 512 * 1024
+
+/**
+ * The account dashboard under /account (DASHBOARD.md). Its parsers, hooks and error pages are
+ * registered in this plugin only: the API's routes pay for none of them.
+ */
+export async function dashboard(app: FastifyInstance, { ctx }: { ctx: AppContext }) {
+  const throttle = new SignInThrottle(ctx.config.redis, ctx.log, ctx.tokens.now)
+  app.addHook('onClose', () => throttle.close())
+  app.decorateRequest('holder', null)
+
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string', bodyLimit: formLimit },
+    (_request, body, done) => done(null, new URLSearchParams(body as string)),
+  )
+
+  app.addHook('onRequest', async (request) => {
+    if (request.method === 'POST') checkOrigin(request, app.publicUrl)
+  })
+  app.addHook('preHandler', async (request, reply) => {
+    if (request.routeOptions.config.signedOut) return
+    const id = sessionId(request)
+    const session = id === undefined ? undefined : await ctx.holders.session(id)
+    const account = session && (await ctx.accounts.find(session.username))
+    if (session === undefined || account === undefined) {
+      if (id !== undefined) clearSessionCookie(reply)
+      const wanted = request.method === 'GET' ? safeNext(request.url) : '/account'
+      return reply.code(303).redirect(signInPath(wanted), 303)
+    }
+    if (request.method === 'POST') checkCsrf(form(request), session)
+    request.holder = { session, account }
+  })
+  app.addHook('onSend', async (_request, reply, payload) => {
+    reply.headers(securityHeaders)
+    // The API's CORS headers are for token clients; pages are for this origin only.
+    reply.removeHeader('access-control-allow-origin')
+    reply.removeHeader('access-control-expose-headers')
+    return payload
+  })
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof Forbidden) {
+      return sendPage(reply, messageView('Request refused', [error.message]), 403)
+    }
+    if (error instanceof ApiError && error.statusCode < 500) {
+      const lines = [error.details ? `${error.message}: ${error.details}.` : `${error.message}.`]
+      return sendPage(reply, messageView(titleOf(error.statusCode), lines, back), error.statusCode)
+    }
+    const status = error.statusCode ?? 500
+    if (status >= 400 && status < 500) {
+      return sendPage(reply, messageView(titleOf(status), [error.message], back), status)
+    }
+    if (!(error instanceof ApiError))
+      ctx.log.error({ err: error, url: request.routeOptions.url }, 'dashboard error')
+    const unavailable = error instanceof ApiError && error.statusCode === 503
+    return sendPage(
+      reply,
+      messageView(titleOf(unavailable ? 503 : 500), [
+        'Something went wrong on our side. Try again in a moment.',
+      ]),
+      unavailable ? 503 : 500,
+    )
+  })
+  app.setNotFoundHandler((_request, reply) =>
+    sendPage(
+      reply,
+      messageView('Page not found', ['There is no page at this address.'], back),
+      404,
+    ),
+  )
+
+  app.get('/assets/:name', { config: { signedOut: true } }, async (request, reply) => {
+    const asset = assets.get((request.params as { name: string }).name)
+    if (asset === undefined) return reply.callNotFound()
+    return reply
+      .header('cache-control', 'public, max-age=31536000, immutable')
+      .type(asset.type)
+      .send(asset.body)
+  })
+
+  const deps = { ctx, throttle }
+  signInPages(app, deps)
+  tokenPages(app, deps)
+  temporaryPages(app, deps)
+  accountPages(app, deps)
+}
+
+export type DashboardDeps = { ctx: AppContext; throttle: SignInThrottle }
+
+const back = { href: '/account', text: 'Back to your tokens' }
+
+const titles: Record<number, string> = {
+  400: 'Bad request',
+  403: 'Request refused',
+  404: 'Page not found',
+  410: 'Link no longer valid',
+  413: 'Too much data',
+  415: 'Unsupported form',
+  429: 'Too many attempts',
+  503: 'Service unavailable',
+}
+const titleOf = (status: number) =>
+  titles[status] ?? (status >= 500 ? 'Something went wrong' : 'Request refused')

@@ -1,0 +1,47 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Session } from '../accounts/holders.js'
+import type { AccountRecord } from '../db/repositories.js'
+import { ApiError } from '../errors.js'
+import type { FormError } from './views/forms.js'
+import type { Html } from './views/html.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The signed-in holder of a dashboard request; set before every page that needs one. */
+    holder: { session: Session; account: AccountRecord } | null
+  }
+  interface FastifyContextConfig {
+    /** A dashboard page that needs no session (sign in, setup, sign up, assets). */
+    signedOut?: boolean
+  }
+}
+
+/** The holder of a page that requires a session (the plugin's hook has checked). */
+export const holderOf = (request: FastifyRequest) => {
+  const holder = request.holder as NonNullable<FastifyRequest['holder']>
+  return {
+    ...holder,
+    signedIn: { username: holder.account.username, csrf: holder.session.csrf },
+  }
+}
+
+/** Every page may show a token string or a secret link: none is ever kept by a cache. */
+export const sendPage = (reply: FastifyReply, page: Html, status = 200) =>
+  reply
+    .code(status)
+    .header('cache-control', 'no-store')
+    .type('text/html; charset=utf-8')
+    .send(page.text)
+
+export const redirect = (reply: FastifyReply, to: string) => reply.code(303).redirect(to, 303)
+
+/** A rule of the contract broken by what was typed: shown next to the form (422). */
+export function formError(err: unknown): FormError & { status: number } {
+  if (err instanceof ApiError && err.statusCode === 422) {
+    return { message: err.message, details: err.details, status: 422 }
+  }
+  throw err
+}
+
+export const form = (request: FastifyRequest) =>
+  request.body instanceof URLSearchParams ? request.body : new URLSearchParams()

@@ -1,0 +1,87 @@
+import { timingSafeEqual } from 'node:crypto'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Session } from '../accounts/holders.js'
+import { sessionLifetimeMs } from '../accounts/holders.js'
+
+/** The dashboard's security rules (DASHBOARD.md section 5): cookie, origin, CSRF, redirects. */
+
+export const cookieName = '__Host-tessera_session'
+export const csrfField = '_csrf'
+
+/** Why a request was refused with 403; the page says it. */
+export class Forbidden extends Error {}
+
+export function sessionId(request: FastifyRequest): string | undefined {
+  const header = request.headers.cookie
+  if (header === undefined) return undefined
+  for (const pair of header.split(';')) {
+    const eq = pair.indexOf('=')
+    if (eq !== -1 && pair.slice(0, eq).trim() === cookieName) {
+      const value = pair.slice(eq + 1).trim()
+      return /^[A-Za-z0-9_-]{43}$/.test(value) ? value : undefined
+    }
+  }
+  return undefined
+}
+
+export function setSessionCookie(reply: FastifyReply, id: string) {
+  reply.header(
+    'set-cookie',
+    `${cookieName}=${id}; Path=/; Max-Age=${sessionLifetimeMs / 1000}; Secure; HttpOnly; SameSite=Lax`,
+  )
+}
+
+export function clearSessionCookie(reply: FastifyReply) {
+  reply.header('set-cookie', `${cookieName}=; Path=/; Max-Age=0; Secure; HttpOnly; SameSite=Lax`)
+}
+
+const originOf = (url: string) => {
+  try {
+    const origin = new URL(url).origin
+    return origin === 'null' ? undefined : origin
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * A state-changing request must come from the dashboard's own origin: PUBLIC_URL's, or the one
+ * the browser addressed (a cross-site page cannot choose the Host header a browser sends).
+ */
+export function checkOrigin(request: FastifyRequest, publicUrl: string) {
+  const origin = request.headers.origin
+  const referer = request.headers.referer
+  const claimed =
+    typeof origin === 'string'
+      ? originOf(origin)
+      : referer === undefined
+        ? undefined
+        : originOf(referer)
+  if (claimed === undefined) {
+    throw new Forbidden('The request did not say which page it came from (no Origin or Referer).')
+  }
+  if (claimed !== originOf(publicUrl) && claimed !== originOf(`https://${request.headers.host}`)) {
+    throw new Forbidden('The request came from another site.')
+  }
+}
+
+export function checkCsrf(form: URLSearchParams, session: Session) {
+  const sent = Buffer.from(form.get(csrfField) ?? '')
+  const expected = Buffer.from(session.csrf)
+  if (sent.length !== expected.length || !timingSafeEqual(sent, expected)) {
+    throw new Forbidden(
+      'The form has expired or did not come from this dashboard. Reload the page and try again.',
+    )
+  }
+}
+
+/** Where to go after signing in: a path of the dashboard, never another site. */
+export function safeNext(value: unknown): string {
+  if (typeof value !== 'string' || !/^\/account(?:[/?#]|$)/.test(value)) return '/account'
+  if (/[\\\s]/.test(value) || value.includes('//')) return '/account'
+  const url = new URL(value, 'https://dashboard.invalid')
+  return url.origin === 'https://dashboard.invalid' ? `${url.pathname}${url.search}` : '/account'
+}
+
+export const signInPath = (next: string) =>
+  next === '/account' ? '/account/sign-in' : `/account/sign-in?next=${encodeURIComponent(next)}`

@@ -1,0 +1,71 @@
+import type { AccountRecord } from '../../db/repositories.js'
+import type { Scope } from '../../scopes/catalog.js'
+import { alert, csrf, type FormError, notice, time } from './forms.js'
+import { html } from './html.js'
+import { type Frame, layout } from './layout.js'
+
+type SignedIn = NonNullable<Frame['signedIn']>
+
+export function scopesView(v: { signedIn: SignedIn; scopes: readonly Scope[] }) {
+  return layout(
+    { title: 'Scopes', signedIn: v.signedIn, section: 'scopes' },
+    html`<p class="lead">The scopes your account may give its tokens. A token holding any secret scope is a secret token (sk).</p>
+<table class="scopes-table">
+<caption class="visually-hidden">Scopes available to your account</caption>
+<thead><tr><th scope="col">Scope</th><th scope="col">Description</th><th scope="col">Kind</th></tr></thead>
+<tbody>
+${v.scopes.map(
+  (s) =>
+    html`<tr><th scope="row"><code>${s.id}</code></th><td>${s.description}</td><td><span class="usage usage-${s.public ? 'pk' : 'sk'}">${s.public ? 'public' : 'secret'}</span></td></tr>`,
+)}
+</tbody>
+</table>`,
+  )
+}
+
+export function settingsView(v: {
+  signedIn: SignedIn
+  account: AccountRecord
+  scopeCount: number
+  error?: FormError
+  notice?: string
+}) {
+  const { account } = v
+  return layout(
+    { title: 'Settings', signedIn: v.signedIn, section: 'settings' },
+    html`${notice(v.notice)}
+<section aria-labelledby="account-heading" class="card">
+  <h2 id="account-heading">Account</h2>
+  <dl class="facts">
+    <dt>Username</dt><dd>${account.username}</dd>
+    <dt>Plan</dt><dd>${account.plan}</dd>
+    <dt>Features</dt><dd>${account.features.length === 0 ? 'none' : account.features.join(', ')}</dd>
+    <dt>Scopes</dt><dd><a href="/account/scopes">${v.scopeCount} available</a></dd>
+    <dt>Created</dt><dd>${time(account.created)}</dd>
+  </dl>
+  <p class="hint">Your plan and features are set by your operator.</p>
+</section>
+<section aria-labelledby="password-heading" class="card">
+  <h2 id="password-heading">Change password</h2>
+  ${alert(v.error)}
+  <form method="post" action="/account/settings/password" novalidate>
+    ${csrf(v.signedIn.csrf)}
+    <input type="hidden" name="username" autocomplete="username" value="${account.username}">
+    <label for="current-password">Current password</label>
+    <input id="current-password" name="current" type="password" autocomplete="current-password" required>
+    <label for="new-password">New password</label>
+    <input id="new-password" name="password" type="password" autocomplete="new-password" minlength="12" maxlength="256" required aria-describedby="password-rule">
+    <p class="hint" id="password-rule">At least 12 characters. Your other sessions end when it changes.</p>
+    <button type="submit">Change password</button>
+  </form>
+</section>
+<section aria-labelledby="sessions-heading" class="card">
+  <h2 id="sessions-heading">Sessions</h2>
+  <p>Signed in on a computer you no longer use? End every session of this account, this one included.</p>
+  <form method="post" action="/account/sign-out-everywhere" novalidate>
+    ${csrf(v.signedIn.csrf)}
+    <button type="submit" class="danger">Sign out everywhere</button>
+  </form>
+</section>`,
+  )
+}

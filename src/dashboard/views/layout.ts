@@ -1,0 +1,53 @@
+import { assetUrl } from '../assets.js'
+import { type Html, html } from './html.js'
+
+export interface Frame {
+  title: string
+  /** Signed in: the header shows the navigation and `Sign out`. */
+  signedIn?: { username: string; csrf: string }
+  /** The navigation entry of this page. */
+  section?: 'tokens' | 'scopes' | 'settings'
+}
+
+const nav = (frame: Frame) => {
+  const link = (href: string, text: string, section: Frame['section']) =>
+    html`<a href="${href}"${frame.section === section ? html` aria-current="page"` : ''}>${text}</a>`
+  const user = frame.signedIn
+  if (user === undefined) return ''
+  return html`<nav aria-label="Main">
+      ${link('/account', 'Access tokens', 'tokens')} ${link('/account/scopes', 'Scopes', 'scopes')}
+      ${link('/account/settings', 'Settings', 'settings')}
+    </nav>
+    <form method="post" action="/account/sign-out" class="sign-out" novalidate>
+      <input type="hidden" name="_csrf" value="${user.csrf}">
+      <span class="who">${user.username}</span>
+      <button type="submit" class="secondary">Sign out</button>
+    </form>`
+}
+
+/** The whole document around a page's content. */
+export const layout = (frame: Frame, content: Html) => html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
+<link rel="icon" href="data:,">
+<title>${frame.title} · Tessera</title>
+<link rel="stylesheet" href="${assetUrl('app.css')}">
+<script src="${assetUrl('app.js')}" defer></script>
+</head>
+<body>
+<a class="skip" href="#main">Skip to content</a>
+<header class="top">
+  <a class="brand" href="/account"><span aria-hidden="true" class="logo"></span>Tessera</a>
+  ${nav(frame)}
+</header>
+<main id="main">
+<h1>${frame.title}</h1>
+${content}
+</main>
+<footer class="bottom"><p>Tessera access tokens</p></footer>
+</body>
+</html>
+`

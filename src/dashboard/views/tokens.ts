@@ -1,0 +1,192 @@
+import type { Scope } from '../../scopes/catalog.js'
+import type { TokenView } from '../../tokens/document.js'
+import { alert, copyable, csrf, type FormError, notice, scopeChoices, time } from './forms.js'
+import { html } from './html.js'
+import { type Frame, layout } from './layout.js'
+
+type SignedIn = NonNullable<Frame['signedIn']>
+
+export const tokenName = (token: TokenView) =>
+  token.note !== '' ? token.note : token.default ? 'Default public token' : token.id
+
+const list = (items: readonly string[], none: string) =>
+  items.length === 0
+    ? html`<span class="none">${none}</span>`
+    : html`<ul class="tags">${items.map((i) => html`<li>${i}</li>`)}</ul>`
+
+export function tokensView(v: {
+  signedIn: SignedIn
+  tokens: TokenView[]
+  next?: string
+  previous?: string
+  notice?: string
+}) {
+  const row = (t: TokenView, i: number) => html`<tr>
+  <th scope="row">
+    <a href="/account/tokens/${t.id}">${tokenName(t)}</a>${t.default ? html` <span class="badge">default</span>` : ''}
+    ${t.token === undefined ? '' : copyable(`token-${i}`, t.token)}
+  </th>
+  <td data-label="Usage"><span class="usage usage-${t.usage}">${t.usage}</span></td>
+  <td data-label="Scopes">${list(t.scopes, 'no scopes')}</td>
+  <td data-label="Allowed URLs">${list(t.allowedUrls ?? [], 'any URL')}</td>
+  <td data-label="Created">${time(t.created)}</td>
+  <td data-label="Modified">${time(t.modified)}</td>
+</tr>`
+  const pager =
+    v.next === undefined && v.previous === undefined
+      ? ''
+      : html`<nav class="pager" aria-label="Pages">
+  ${v.previous === undefined ? '' : html`<a href="/account?before=${encodeURIComponent(v.previous)}">Previous page</a>`}
+  ${v.next === undefined ? '' : html`<a href="/account?start=${encodeURIComponent(v.next)}">Next page</a>`}
+</nav>`
+  return layout(
+    { title: 'Access tokens', signedIn: v.signedIn, section: 'tokens' },
+    html`${notice(v.notice)}
+<p class="lead">Tokens let your applications call the API. Public tokens (pk) may be used in web pages; secret tokens (sk) belong on your servers.</p>
+<p class="actions"><a class="button" href="/account/tokens/new">Create a token</a> <a class="button secondary" href="/account/temporary">Create a temporary token</a></p>
+<p class="visually-hidden" id="copy-status" role="status"></p>
+<table class="tokens">
+<caption class="visually-hidden">Your access tokens</caption>
+<thead><tr><th scope="col">Token</th><th scope="col">Usage</th><th scope="col">Scopes</th><th scope="col">Allowed URLs</th><th scope="col">Created</th><th scope="col">Modified</th></tr></thead>
+<tbody>
+${v.tokens.map(row)}
+</tbody>
+</table>
+${pager}`,
+  )
+}
+
+export interface TokenFormValues {
+  note: string
+  scopes: ReadonlySet<string>
+  allowedUrls: string
+}
+
+const usageHint = (scopes: readonly Scope[], checked: ReadonlySet<string>) =>
+  scopes.some((s) => !s.public && checked.has(s.id))
+    ? 'This will be a secret token (sk).'
+    : 'This will be a public token (pk).'
+
+const fields = (
+  scopes: readonly Scope[],
+  values: TokenFormValues,
+) => html`<label for="note">Note</label>
+  <input id="note" name="note" maxlength="1024" value="${values.note}" aria-describedby="note-hint">
+  <p class="hint" id="note-hint">What the token is for, so that you recognise it later.</p>
+  ${scopeChoices(scopes, values.scopes)}
+  <label for="allowed-urls">Allowed URLs</label>
+  <textarea id="allowed-urls" name="allowedUrls" rows="4" spellcheck="false" aria-describedby="urls-hint">${values.allowedUrls}</textarea>
+  <p class="hint" id="urls-hint">One a line: a URL or host name (<code>example.com</code>, <code>*.example.com</code>, <code>https://example.com:8080/maps</code>). Empty: usable from anywhere. A restricted token cannot be used from mobile apps.</p>`
+
+export function newTokenView(v: {
+  signedIn: SignedIn
+  scopes: readonly Scope[]
+  values: TokenFormValues
+  error?: FormError
+}) {
+  return layout(
+    { title: 'Create a token', signedIn: v.signedIn, section: 'tokens' },
+    html`${alert(v.error)}
+<form method="post" action="/account/tokens/new" class="card" novalidate>
+  ${csrf(v.signedIn.csrf)}
+  ${fields(v.scopes, v.values)}
+  <p class="usage-hint" id="usage-hint" aria-live="polite">${usageHint(v.scopes, v.values.scopes)}</p>
+  <button type="submit">Create token</button>
+  <a href="/account" class="cancel">Cancel</a>
+</form>`,
+  )
+}
+
+export function tokenPageView(v: {
+  signedIn: SignedIn
+  token: TokenView
+  scopes: readonly Scope[]
+  values: TokenFormValues
+  error?: FormError
+  notice?: string
+}) {
+  const t = v.token
+  return layout(
+    { title: t.note !== '' ? t.note : t.id, signedIn: v.signedIn, section: 'tokens' },
+    html`${notice(v.notice)}${alert(v.error)}
+<dl class="facts">
+  <dt>Id</dt><dd><code>${t.id}</code></dd>
+  <dt>Usage</dt><dd>${t.usage === 'pk' ? 'public (pk)' : 'secret (sk)'}${t.default ? ', the default token' : ''}</dd>
+  <dt>Created</dt><dd>${time(t.created)}</dd>
+  <dt>Modified</dt><dd>${time(t.modified)}</dd>
+  <dt>Token</dt><dd>${t.token === undefined ? 'A secret token is shown only once, when it is created.' : copyable('token-string', t.token)}</dd>
+</dl>
+<p class="visually-hidden" id="copy-status" role="status"></p>
+<form method="post" action="/account/tokens/${t.id}" class="card" novalidate>
+  ${csrf(v.signedIn.csrf)}
+  ${fields(v.scopes, v.values)}
+  <button type="submit">Save changes</button>
+</form>
+${
+  t.default
+    ? html`<p class="hint">The default token cannot be deleted.</p>`
+    : html`<form method="get" action="/account/tokens/${t.id}/delete" class="danger-zone">
+  <button type="submit" class="danger">Delete token</button>
+</form>`
+}`,
+  )
+}
+
+export function deleteView(v: { signedIn: SignedIn; token: TokenView; error?: FormError }) {
+  return layout(
+    { title: 'Delete this token?', signedIn: v.signedIn, section: 'tokens' },
+    html`${alert(v.error)}
+<p>The token <strong>${tokenName(v.token)}</strong> (<code>${v.token.id}</code>) stops working at once: every request that uses it is refused. This cannot be undone.</p>
+<form method="post" action="/account/tokens/${v.token.id}/delete" class="actions" novalidate>
+  ${csrf(v.signedIn.csrf)}
+  <button type="submit" class="danger">Delete</button>
+  <a href="/account/tokens/${v.token.id}" class="cancel">Cancel</a>
+</form>`,
+  )
+}
+
+export function revealView(v: {
+  signedIn: SignedIn
+  token: string
+  usage: 'pk' | 'sk' | 'tk'
+  id?: string
+  expires?: string
+}) {
+  const about = {
+    pk: 'A public token: you can see it again on the tokens page.',
+    sk: 'Copy it now and keep it somewhere safe: it will not be shown again.',
+    tk: `A temporary token: it stops working at ${v.expires ?? ''}. It will not be shown again.`,
+  }[v.usage]
+  return layout(
+    { title: 'Token created', signedIn: v.signedIn, section: 'tokens' },
+    html`<p class="${v.usage === 'pk' ? 'notice' : 'warning'}">${about}</p>
+<div class="card">
+  <label for="new-token">New token</label>
+  <div class="copy-row"><input id="new-token" readonly value="${v.token}" spellcheck="false"><button type="button" class="secondary copy" data-copy="new-token">Copy</button></div>
+  <p class="visually-hidden" id="copy-status" role="status"></p>
+</div>
+<p class="actions"><a href="/account">Back to access tokens</a>${v.id === undefined ? '' : html` · <a href="/account/tokens/${v.id}">Token settings</a>`}</p>`,
+  )
+}
+
+export function temporaryView(v: {
+  signedIn: SignedIn
+  scopes: readonly Scope[]
+  values: { scopes: ReadonlySet<string>; minutes: string }
+  error?: FormError
+}) {
+  return layout(
+    { title: 'Create a temporary token', signedIn: v.signedIn, section: 'tokens' },
+    html`<p class="lead">A temporary token (tk) works for up to an hour and cannot be revoked: hand it to a client that needs access for a short while.</p>
+${alert(v.error)}
+<form method="post" action="/account/temporary" class="card" novalidate>
+  ${csrf(v.signedIn.csrf)}
+  ${scopeChoices(v.scopes, v.values.scopes)}
+  <label for="expires-in">Expires in (minutes)</label>
+  <input id="expires-in" name="minutes" type="number" inputmode="numeric" min="1" max="60" step="1" value="${v.values.minutes}" aria-describedby="expires-hint">
+  <p class="hint" id="expires-hint">1 to 60 minutes.</p>
+  <button type="submit">Create temporary token</button>
+  <a href="/account" class="cancel">Cancel</a>
+</form>`,
+  )
+}
