@@ -112,7 +112,7 @@ export class HolderService {
   /** Changes the password; every other session of the account ends. */
   async changePassword(session: Session, current: string, next: string): Promise<void> {
     if ((await this.checkPassword(session.username, current)) === undefined) {
-      throw new HolderError('wrongPassword', 'Current password is wrong.')
+      throw new HolderError('wrongPassword', 'Current password is wrong')
     }
     checkNewPassword(next)
     const hash = await hashPassword(next)
@@ -166,6 +166,6 @@ function checkNewPassword(password: string, confirm?: string) {
   const problem = passwordProblem(password)
   if (problem !== undefined) throw new HolderError('password', problem)
   if (confirm !== undefined && confirm !== password) {
-    throw new HolderError('mismatch', 'The two passwords are not the same.')
+    throw new HolderError('mismatch', 'The two passwords are not the same')
   }
 }

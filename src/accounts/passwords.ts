@@ -61,7 +61,7 @@ export const decoyHash = () => {
 export function passwordProblem(password: string): string | undefined {
   const length = [...password].length
   if (length < minPasswordLength || length > maxPasswordLength) {
-    return `Passwords must be ${minPasswordLength} to ${maxPasswordLength} characters long.`
+    return `Passwords must be ${minPasswordLength} to ${maxPasswordLength} characters long`
   }
   return undefined
 }

@@ -50,7 +50,8 @@ export async function dashboard(app: FastifyInstance, { ctx }: { ctx: AppContext
     if (request.method === 'POST') checkOrigin(request, app.publicUrl)
   })
   app.addHook('preHandler', async (request, reply) => {
-    if (request.routeOptions.config.signedOut) return
+    // An unknown page is a 404 for everyone; nothing is learnt by signing in first.
+    if (request.routeOptions.config.signedOut || request.is404) return
     const id = sessionId(request)
     const session = id === undefined ? undefined : await ctx.holders.session(id)
     const account = session && (await ctx.accounts.find(session.username))

@@ -31,7 +31,7 @@ export function accountPages(app: FastifyInstance, { ctx }: DashboardDeps) {
     } catch (err) {
       if (!(err instanceof HolderError)) throw err
       const scopeCount = scopesOf(account).length
-      const error = { message: err.message.replace(/\.$/, '') }
+      const error = { message: err.message }
       return sendPage(reply, settingsView({ signedIn, account, scopeCount, error }), 422)
     }
   })
