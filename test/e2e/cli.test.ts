@@ -39,6 +39,27 @@ describe('the tessera command', () => {
       note: 'Default public token',
     })
     expect(account.defaultToken.scopes).toContain('navigation:read')
+    expect(account.setupUrl).toMatch(
+      /^https:\/\/127\.0\.0\.1:8443\/account\/setup\/[A-Za-z0-9_-]{43}$/,
+    )
+  })
+
+  it('prints a fresh setup link with account invite, under PUBLIC_URL', async () => {
+    const env = { DATA_DIR, PUBLIC_URL: 'https://tokens.example.com' }
+    const res = await tessera(['account', 'invite', 'cli-user'], env)
+    expect(res.code).toBe(0)
+    const invited = JSON.parse(res.stdout)
+    expect(Object.keys(invited)).toEqual(['username', 'setupUrl'])
+    expect(invited.username).toBe('cli-user')
+    expect(invited.setupUrl).toMatch(
+      /^https:\/\/tokens\.example\.com\/account\/setup\/[A-Za-z0-9_-]{43}$/,
+    )
+    const missing = await tessera(['account', 'invite', 'nobody'], env)
+    expect(missing).toMatchObject({
+      code: 1,
+      stdout: '',
+      stderr: 'tessera: no such account: nobody\n',
+    })
   })
 
   it('creates a token as the account holder', async () => {
