@@ -14,8 +14,9 @@ export interface Harness {
   app: FastifyInstance
   dir: string
   clock: { now: number }
-  alice: AccountRecord
-  bob: AccountRecord
+  /** Made by the account service: each with its default token. */
+  alice: AccountRecord & { defaultToken: TokenView }
+  bob: AccountRecord & { defaultToken: TokenView }
   /** A token of `username` created by its holder, with these scopes. */
   token(
     username: string,

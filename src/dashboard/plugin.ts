@@ -118,8 +118,6 @@ export async function dashboard(app: FastifyInstance, { ctx }: { ctx: AppContext
   accountPages(app, deps)
 }
 
-export type DashboardDeps = { ctx: AppContext; throttle: SignInThrottle }
-
 const back = { href: '/account', text: 'Back to your tokens' }
 
 const titles: Record<number, string> = {

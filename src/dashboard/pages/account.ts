@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { HolderError } from '../../accounts/holders.js'
-import type { DashboardDeps } from '../plugin.js'
+import type { DashboardDeps } from '../deps.js'
 import { form, holderOf, redirect, sendPage } from '../reply.js'
 import { scopesView, settingsView } from '../views/account.js'
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { HolderError } from '../../accounts/holders.js'
 import { AccountError } from '../../accounts/service.js'
-import type { DashboardDeps } from '../plugin.js'
+import type { DashboardDeps } from '../deps.js'
 import { form, holderOf, redirect, sendPage } from '../reply.js'
 import { clearSessionCookie, safeNext, sessionId, setSessionCookie } from '../session.js'
 import type { ThrottleKey } from '../throttle.js'

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { ApiError } from '../../errors.js'
 import { isoTime } from '../../tokens/rules.js'
-import type { DashboardDeps } from '../plugin.js'
+import type { DashboardDeps } from '../deps.js'
 import { form, formError, holderOf, sendPage } from '../reply.js'
 import { revealView, temporaryView } from '../views/tokens.js'
 

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import type { DashboardDeps } from '../plugin.js'
+import type { DashboardDeps } from '../deps.js'
 import { form, formError, holderOf, redirect, sendPage } from '../reply.js'
 import { deleteView, newTokenView, revealView, tokenPageView, tokensView } from '../views/tokens.js'
 import { readTokenForm, tokenFields } from './token-form.js'
