@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify'
+import { decoyHash } from '../accounts/passwords.js'
 import type { AppContext } from '../context.js'
 import { ApiError } from '../errors.js'
 import { assets } from './assets.js'
@@ -36,6 +37,8 @@ const formLimit = 512 * 1024
  */
 export async function dashboard(app: FastifyInstance, { ctx }: { ctx: AppContext }) {
   const throttle = new SignInThrottle(ctx.config.redis, ctx.log, ctx.tokens.now)
+  // Ready before the first sign-in of an unknown username, which must take no longer than others.
+  void decoyHash()
   app.addHook('onClose', () => throttle.close())
   app.decorateRequest('holder', null)
 
