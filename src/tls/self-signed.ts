@@ -1,5 +1,14 @@
 import { generateKeyPairSync, randomBytes, sign } from 'node:crypto'
-import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs'
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  fchmodSync,
+  mkdirSync,
+  openSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
 import path from 'node:path'
 
 /**
@@ -33,10 +42,15 @@ const name = (cn: string) => seq(der(0x31, seq(oid('2.5.4.3'), der(0x0c, Buffer.
 
 const ecdsaWithSha256 = seq(oid('1.2.840.10045.4.3.2'))
 
-export function generateSelfSigned(now = new Date()): { cert: string; key: string } {
+export function generateSelfSigned(
+  now = new Date(),
+  random = randomBytes(16),
+): { cert: string; key: string } {
   const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' })
-  const serial = randomBytes(16)
-  serial[0] = (serial[0] ?? 0) & 0x7f
+  // A DER INTEGER is minimal and positive: a first byte of 0x00 followed by one below 0x80 is
+  // "illegal padding" to OpenSSL (1 start in 256 failed before), so the top bits are fixed at 01.
+  const serial = Buffer.from(random)
+  serial[0] = ((serial[0] ?? 0) & 0x3f) | 0x40
   const notBefore = new Date(now.getTime() - 86_400_000)
   const notAfter = new Date(now.getTime() + 825 * 86_400_000)
   const san = seq(der(0x82, Buffer.from('localhost')), der(0x87, Buffer.from([127, 0, 0, 1])))
@@ -70,7 +84,21 @@ export function generateSelfSigned(now = new Date()): { cert: string; key: strin
   }
 }
 
-/** The certificate in `dataDir/tls`, generated on first use. The key file is mode 0600. */
+/** Writes a file only its owner may open; the mode is set before the first byte is written. */
+function writePrivate(file: string, text: string) {
+  const fd = openSync(file, 'w', 0o600)
+  try {
+    fchmodSync(fd, 0o600)
+    writeFileSync(fd, text)
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/**
+ * The certificate in `dataDir/tls`, generated on first use. DATA_DIR (when this creates it)
+ * and `tls` are 0700, both files 0600: nothing Tessera keeps in DATA_DIR is open to others.
+ */
 export function ensureSelfSigned(dataDir: string): {
   certFile: string
   keyFile: string
@@ -79,11 +107,13 @@ export function ensureSelfSigned(dataDir: string): {
   const dir = path.join(dataDir, 'tls')
   const certFile = path.join(dir, 'cert.pem')
   const keyFile = path.join(dir, 'key.pem')
+  // Every directory this creates (DATA_DIR too, on a first start) gets the mode.
+  mkdirSync(dir, { recursive: true, mode: 0o700 })
+  // The directory is Tessera's own: one made by an older version (0755) is tightened.
+  if ((statSync(dir).mode & 0o077) !== 0) chmodSync(dir, 0o700)
   if (existsSync(certFile) && existsSync(keyFile)) return { certFile, keyFile, created: false }
-  mkdirSync(dir, { recursive: true })
   const { cert, key } = generateSelfSigned()
-  writeFileSync(keyFile, key, { mode: 0o600 })
-  chmodSync(keyFile, 0o600)
-  writeFileSync(certFile, cert)
+  writePrivate(keyFile, key)
+  writePrivate(certFile, cert)
   return { certFile, keyFile, created: true }
 }

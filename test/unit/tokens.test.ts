@@ -1,4 +1,5 @@
 import { X509Certificate } from 'node:crypto'
+import { createSecureContext } from 'node:tls'
 import { describe, expect, it } from 'vitest'
 import { ApiError } from '../../src/errors.js'
 import { generateSelfSigned } from '../../src/tls/self-signed.js'
@@ -123,5 +124,15 @@ describe('self-signed certificate', () => {
     expect(x.checkIP('127.0.0.1')).toBe('127.0.0.1')
     expect(x.verify(x.publicKey)).toBe(true)
     expect(x.validFrom).toBe('Nov 21 00:00:00 2026 GMT')
+  })
+
+  it('has a minimal positive serial whatever the random bytes (OpenSSL refuses padding)', () => {
+    for (const fill of [0x00, 0x7f, 0x80, 0xff]) {
+      const { cert, key } = generateSelfSigned(new Date(), Buffer.alloc(16, fill))
+      expect(() => createSecureContext({ cert, key })).not.toThrow()
+      const serial = new X509Certificate(cert).serialNumber
+      expect(serial).toHaveLength(32)
+      expect(serial.slice(0, 1)).toMatch(/^[4-7]$/)
+    }
   })
 })
