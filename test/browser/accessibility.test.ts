@@ -1,0 +1,199 @@
+import type { Browser, Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type ServerProcess, startServer } from '../e2e/server.js'
+import { browserAvailable, launchBrowser } from './browser.js'
+import {
+  accountWithPassword,
+  button,
+  checkbox,
+  click,
+  createAccount,
+  field,
+  follow,
+  heading,
+  inspect,
+  navigation,
+  newContext,
+  pathOf,
+  setPassword,
+  setupLink,
+  signedIn,
+  signIn,
+  tokenId,
+  visit,
+} from './dashboard.js'
+
+const available = browserAvailable()
+
+/**
+ * axe-core on every page of the dashboard, error pages included, with a full-page screenshot of
+ * each under test-output/screenshots; then a token created with the keyboard alone.
+ */
+describe.skipIf(!available)('accessibility of every dashboard page', () => {
+  let server: ServerProcess
+  let browser: Browser
+
+  beforeAll(async () => {
+    ;[server, browser] = await Promise.all([
+      startServer({ DASHBOARD_SIGNUP: 'open' }),
+      launchBrowser(),
+    ])
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await server?.stop()
+  })
+
+  it('pages before signing in: sign in, setup, sign up, 401, 404, 410, 429', async () => {
+    const context = await newContext(browser)
+    const page = await context.newPage()
+    expect((await visit(page, `${server.url}/account/sign-in`)).statuses).toEqual([200])
+    await inspect(page, 'sign-in')
+
+    const account = await createAccount(server, 'a11ysetup')
+    expect((await visit(page, setupLink(server, account.setupUrl))).statuses).toEqual([200])
+    await inspect(page, 'setup')
+    const mismatch = await setPassword(
+      page,
+      server,
+      account.setupUrl,
+      'one password!',
+      'another one!',
+    )
+    expect(mismatch.statuses).toEqual([422])
+    await inspect(page, 'setup-error')
+
+    expect((await visit(page, `${server.url}/account/sign-up`)).statuses).toEqual([200])
+    await inspect(page, 'sign-up')
+
+    expect((await signIn(page, server, 'a11ysetup', 'not set yet at all')).statuses).toEqual([401])
+    await inspect(page, 'sign-in-failed')
+
+    const never = await visit(page, `${server.url}/account/setup/${'A'.repeat(43)}`)
+    expect(never.statuses).toEqual([404])
+    await inspect(page, 'error-404-setup')
+
+    expect((await setPassword(page, server, account.setupUrl, 'a11y password!')).statuses).toEqual([
+      303, 200,
+    ])
+    await click(page, 'Sign out')
+    expect((await visit(page, setupLink(server, account.setupUrl))).statuses).toEqual([410])
+    await inspect(page, 'error-410')
+
+    await accountWithPassword(browser, server, 'a11ythrottled', 'the right password')
+    for (let i = 0; i < 5; i++) await signIn(page, server, 'a11ythrottled', `wrong password ${i}`)
+    expect((await signIn(page, server, 'a11ythrottled', 'the right password')).statuses).toEqual([
+      429,
+    ])
+    await inspect(page, 'error-429')
+    await context.close()
+  })
+
+  it('pages of a signed-in holder: tokens, new token, reveal, token, delete, temporary, scopes, settings', async () => {
+    const { context, page } = await signedIn(browser, server, 'a11y')
+    await inspect(page, 'tokens')
+    await follow(page, 'Create a token')
+    await inspect(page, 'new-token')
+    await field(page, 'Note').fill('screen reader')
+    await checkbox(page, 'tokens:read').check()
+    expect((await click(page, 'Create token')).statuses).toEqual([200])
+    expect(await heading(page)).toBe('Token created')
+    await inspect(page, 'reveal')
+
+    await follow(page, 'Access tokens')
+    const id = await tokenId(page, 'screen reader')
+    await inspect(page, 'tokens-with-rows')
+    await follow(page, 'screen reader')
+    await inspect(page, 'token')
+    await click(page, 'Delete token')
+    expect(pathOf(page)).toBe(`/account/tokens/${id}/delete`)
+    await inspect(page, 'delete')
+
+    await visit(page, `${server.url}/account/temporary`)
+    await inspect(page, 'temporary')
+    await follow(page, 'Scopes')
+    await inspect(page, 'scopes')
+    await follow(page, 'Settings')
+    await inspect(page, 'settings')
+    await context.close()
+  })
+
+  it('error pages of a signed-in holder: a form error, 403, 404', async () => {
+    const { context, page } = await signedIn(browser, server, 'a11yerrors')
+    await visit(page, `${server.url}/account/tokens/new`)
+    await field(page, 'Note').fill('bad url')
+    await field(page, 'Allowed URLs').fill('not a url')
+    expect((await click(page, 'Create token')).statuses).toEqual([422])
+    await inspect(page, 'form-error')
+
+    // A form whose CSRF token was tampered with, submitted by the browser itself.
+    await visit(page, `${server.url}/account/tokens/new`)
+    await button(page, 'Create token').evaluate((b: { form: { elements: unknown } }) => {
+      const csrf = (b.form.elements as Record<string, { value: string }>)._csrf
+      if (csrf) csrf.value = 'forged'
+    })
+    expect((await click(page, 'Create token')).statuses).toEqual([403])
+    await inspect(page, 'error-403')
+
+    expect((await visit(page, `${server.url}/account/no-such-page`)).statuses).toEqual([404])
+    await inspect(page, 'error-404')
+    await context.close()
+  })
+
+  /** Presses `key` until the focused element's accessibility snapshot matches. */
+  async function focusBy(page: Page, key: 'Tab' | 'Shift+Tab', wanted: RegExp): Promise<string> {
+    for (let i = 0; i < 80; i++) {
+      await page.keyboard.press(key)
+      const focused = page.locator(':focus')
+      if ((await focused.count()) === 0) continue
+      const snapshot = await focused.ariaSnapshot()
+      if (wanted.test(snapshot)) return snapshot
+    }
+    throw new Error(`${wanted} never got the focus with ${key}`)
+  }
+
+  it('creates a token with the keyboard alone', async () => {
+    const { context, page } = await signedIn(browser, server, 'keyboard')
+    expect(await heading(page)).toBe('Access tokens')
+    await focusBy(page, 'Tab', /^- link "Create a token"/)
+    const opened = await navigation(page, () => page.keyboard.press('Enter'))
+    expect(opened.statuses).toEqual([200])
+    expect(pathOf(page)).toBe('/account/tokens/new')
+
+    await focusBy(page, 'Tab', /^- textbox "Note"/)
+    await page.keyboard.type('typed on a keyboard')
+    await focusBy(page, 'Tab', /^- checkbox "styles:read"/)
+    await page.keyboard.press('Space')
+    await expect(page.locator(':focus').ariaSnapshot()).resolves.toMatch(
+      /^- checkbox "styles:read" \[checked\]/,
+    )
+    // Back to the note, and Enter submits the form from there.
+    await focusBy(page, 'Shift+Tab', /^- textbox "Note"/)
+    const created = await navigation(page, () => page.keyboard.press('Enter'))
+    expect(created.statuses).toEqual([200])
+    expect(await heading(page)).toBe('Token created')
+    await expect(field(page, 'New token').inputValue()).resolves.toMatch(/^pk\./)
+    await context.close()
+  })
+
+  it('says live whether the new token will be public or secret', async () => {
+    const { context, page } = await signedIn(browser, server, 'hint')
+    await visit(page, `${server.url}/account/tokens/new`)
+    const hint = page.locator('#usage-hint')
+    const role = await hint.getAttribute('role')
+    const live = await hint.getAttribute('aria-live')
+    expect(role === 'status' || live === 'polite' || live === 'assertive', `${role} ${live}`).toBe(
+      true,
+    )
+    const pk = 'This will be a public token (pk).'
+    const sk = 'This will be a secret token (sk).'
+    await expect.poll(async () => (await hint.innerText()).trim()).toBe(pk)
+    await checkbox(page, 'styles:read').check()
+    await expect.poll(async () => (await hint.innerText()).trim()).toBe(pk)
+    await checkbox(page, 'tokens:read').check()
+    await expect.poll(async () => (await hint.innerText()).trim()).toBe(sk)
+    await checkbox(page, 'tokens:read').uncheck()
+    await expect.poll(async () => (await hint.innerText()).trim()).toBe(pk)
+    await context.close()
+  })
+})
