@@ -3,7 +3,13 @@ import { defineConfig } from 'vitest/config'
 // Storage and HTTP suites run once per dialect: SQLite always, PostgreSQL when
 // TEST_DATABASE_URL is set (.ci/run sets it and requires the server).
 const postgres = process.env.TEST_DATABASE_URL
-const perDialect = ['test/http/**/*.test.ts', 'test/e2e/sdk.test.ts']
+const perDialect = [
+  'test/http/**/*.test.ts',
+  'test/e2e/sdk.test.ts',
+  'test/e2e/crash.test.ts',
+  'test/e2e/shutdown.test.ts',
+  'test/e2e/slow-clients.test.ts',
+]
 
 export default defineConfig({
   test: {

@@ -1,6 +1,7 @@
 // `npm run bench [-- --scale]`: Tessera's production build against the Fastify floor.
 // See README "Performance". Knobs: BENCH_SECONDS, BENCH_ROUNDS, BENCH_CONNECTIONS;
-// DATABASE_URL / REDIS_URL select PostgreSQL / Redis for the service.
+// DATABASE_URL / REDIS_URL select PostgreSQL / Redis for the service; BENCH_METRICS=1 turns on
+// the Prometheus listener (METRICS_PORT); BENCH_ONLY=<text> keeps the scenarios naming it.
 import { execFile, spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { request } from 'node:https'
@@ -14,6 +15,8 @@ const scale = process.argv.includes('--scale')
 const seconds = Number(process.env.BENCH_SECONDS ?? 4)
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 10)
+const metricsOn = process.env.BENCH_METRICS === '1'
+const only = process.env.BENCH_ONLY
 const exec = promisify(execFile)
 
 /** Starts a node script and waits for `pattern` in its output; resolves to {child, match}. */
@@ -80,6 +83,7 @@ async function main() {
     PORT: '0',
     RATE_LIMIT_PER_MINUTE: '1000000000',
     LOG_LEVEL: 'warn',
+    ...(metricsOn ? { METRICS_PORT: '0' } : {}),
   }
   // On PostgreSQL and Redis, each run works in a schema and key prefix of its own.
   const run = `${process.pid}_${Date.now()}`
@@ -141,7 +145,7 @@ async function main() {
     }
 
     const createBody = JSON.stringify({ note: 'bench', scopes: ['styles:read'] })
-    const scenarios = [
+    const allScenarios = [
       { name: 'retrieve pk', route: `/tokens/v2?access_token=${pk.token}` },
       { name: 'retrieve sk', route: `/tokens/v2?access_token=${sk.token}` },
       { name: 'retrieve tk', route: `/tokens/v2?access_token=${tk.token}` },
@@ -155,6 +159,7 @@ async function main() {
       },
       { name: 'list scopes', route: `/scopes/v1/bench?access_token=${sk.token}` },
     ]
+    const scenarios = allScenarios.filter((s) => only === undefined || s.name.includes(only))
     for (const s of scenarios) {
       const res = await api(base, ca, s.method ?? 'GET', s.route, s.body && JSON.parse(s.body))
       if (res.status !== 200) throw new Error(`${s.name}: ${res.status} ${res.text}`)
@@ -176,7 +181,8 @@ async function main() {
     const rssStart = rss(service.child.pid)
     process.stdout.write(
       `Tessera benchmark: ${generator}, ${connections} connections, ${seconds} s x ${rounds} rounds, ` +
-        `${cpus().length} CPUs, ${env.DATABASE_URL ? 'PostgreSQL' : 'SQLite'}${env.REDIS_URL ? ' + Redis' : ''}\n`,
+        `${cpus().length} CPUs, ${env.DATABASE_URL ? 'PostgreSQL' : 'SQLite'}${env.REDIS_URL ? ' + Redis' : ''}` +
+        `${metricsOn ? ', metrics on' : ''}\n`,
     )
     for (let round = 1; round <= rounds; round++) {
       for (const s of scenarios) {
@@ -229,8 +235,10 @@ async function main() {
     ]
     process.stdout.write(`${lines.join('\n')}\n`)
     if (table.some((r) => r.non2xx > 0)) throw new Error('some requests failed: see non2xx')
+    // A partial run would replace the full figures: printed only.
+    if (only !== undefined) return
     save({
-      kind: `http-${dialectOf(env)}`,
+      kind: `http-${dialectOf(env)}${metricsOn ? '-metrics' : ''}`,
       generator,
       connections,
       seconds,
@@ -277,7 +285,7 @@ async function fillScale(env) {
   const { tokensRepo } = await import('../dist/src/db/repositories.js')
   const ctx = await createContext(toConfig(readEnv(env)))
   try {
-    const account = (await ctx.accounts.create('big')).username
+    const account = (await ctx.accounts.create('big', undefined, [], { type: 'cli' })).username
     const keyId = ctx.keyring.current.id
     const started = Date.now()
     const batch = 500

@@ -6,12 +6,18 @@ import type { AppContext } from './context.js'
 import { dashboard } from './dashboard/plugin.js'
 import { isUnavailable } from './db/database.js'
 import { ApiError } from './errors.js'
+import { adminDocs, adminRoutes } from './http/admin/routes.js'
 import { guard, rateLimitHeaders } from './http/guard.js'
+import { fastifyLimits, jsonDepthExceeds, limits, nodeServerOptions } from './http/limits.js'
 import { openapi } from './http/openapi.js'
+import { OverloadDetector } from './http/overload.js'
+import { healthRoutes, probePaths } from './http/routes/health.js'
 import { retrieveRoute } from './http/routes/retrieve.js'
 import { scopeRoutes } from './http/routes/scopes.js'
 import { tokenRoutes } from './http/routes/tokens.js'
 import { validatorCompiler } from './http/validation.js'
+import { metricsHooks } from './metrics/http.js'
+import { randomAlnum } from './tokens/ids.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -19,15 +25,6 @@ declare module 'fastify' {
     readonly publicUrl: string
   }
 }
-
-/**
- * Hides the value of `access_token` and the secret of a dashboard setup link, so that no log
- * line ever holds a token string or a link that sets a password.
- */
-export const redactUrl = (url: string) =>
-  url
-    .replace(/([?&]access_token=)[^&#]*/gi, '$1[redacted]')
-    .replace(/(\/+account\/+setup\/+)[^/?#]*/i, '$1[redacted]')
 
 const decode = (text: string) => {
   if (!text.includes('%') && !text.includes('+')) return text
@@ -64,6 +61,20 @@ export function parseQuery(query: string): Record<string, string> {
 
 const exposed = ['Link', ...rateLimitHeaders].join(', ')
 
+const requestIdPattern = /^[A-Za-z0-9._:-]{1,64}$/
+
+/** `<8 random characters of this app>-<counter>`, unless the request brings a fitting id. */
+function requestIds() {
+  const prefix = randomAlnum(8)
+  let n = 0
+  return (request: { headers: Record<string, string | string[] | undefined> }) => {
+    const given = request.headers['x-request-id']
+    if (typeof given === 'string' && requestIdPattern.test(given)) return given
+    return `${prefix}-${(++n).toString(36)}`
+  }
+}
+const isProbe = (request: FastifyRequest) => probePaths.has(request.routeOptions.url ?? '')
+
 export interface AppOptions {
   logger?: Logger
   https?: { cert: Buffer; key: Buffer }
@@ -79,9 +90,15 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
     // work for every request (a child logger, the request-logging hooks) to log nothing.
     ...(requestLogging ? { loggerInstance: log } : { logger: false }),
     // Fastify's types make `https` select a different server type; the app is the same.
-    ...(options.https ? { https: options.https } : {}),
+    ...(options.https
+      ? { https: { ...nodeServerOptions, ...options.https } }
+      : { http: nodeServerOptions }),
+    ...fastifyLimits,
     trustProxy: http.trustProxy,
-    bodyLimit: 1024 * 1024,
+    // Request ids name a request in the log and the audit log: unique across restarts and
+    // instances, or the caller's own `X-Request-Id` when it is a plain token of at most 64.
+    requestIdHeader: false,
+    genReqId: requestIds(),
     routerOptions: {
       ignoreTrailingSlash: true,
       ignoreDuplicateSlashes: true,
@@ -96,6 +113,11 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
         .send(notFound.toJSON())
     },
   }) as unknown as FastifyInstance
+
+  app.server.maxHeadersCount = limits.maxHeaders
+  metricsHooks(app, ctx)
+  const overload = new OverloadDetector(ctx.config.shedDelayMs)
+  app.addHook('onClose', async () => overload.close())
 
   // Known once listening (PORT=0 picks the port then): asked on every paged list.
   let origin: string | undefined
@@ -118,6 +140,9 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
     if (body === '') return done(null, undefined)
+    if (jsonDepthExceeds(body as string, limits.jsonDepth)) {
+      return done(new ApiError('invalidResources', 'the body is nested too deeply'), undefined)
+    }
     try {
       done(null, JSON.parse(body as string))
     } catch {
@@ -130,10 +155,17 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
   const cors = { 'access-control-allow-origin': '*', 'access-control-expose-headers': exposed }
   app.addHook('onRequest', (request, reply, done) => {
     reply.headers(cors)
-    if (http.trustProxy && request.headers['x-forwarded-proto'] !== 'https') {
+    // Load balancers probe the instance itself, over plain HTTP, and ask when it is not ready.
+    if (http.trustProxy && request.headers['x-forwarded-proto'] !== 'https' && !isProbe(request)) {
       return done(new ApiError('httpsRequired'))
     }
-    if (!ctx.ready) return done(new ApiError('unavailable', 'the database is not reachable yet'))
+    if (!ctx.ready && !isProbe(request)) {
+      return done(new ApiError('unavailable', 'the database is not reachable yet'))
+    }
+    if (overload.shedding && !isProbe(request)) {
+      reply.header('retry-after', '1')
+      return done(new ApiError('unavailable', 'the server is overloaded; retry in a second'))
+    }
     done()
   })
   // Authenticated routes (those naming a scope) run the guard first, before the body is read.
@@ -164,6 +196,7 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
       return reply.code(invalid.statusCode).send(invalid.toJSON())
     }
     if (isUnavailable(error)) {
+      ctx.metrics.databaseErrors.request++
       logOf(request).warn({ err: error.message }, 'database unavailable')
       const unavailable = new ApiError('unavailable')
       return reply.code(unavailable.statusCode).send(unavailable.toJSON())
@@ -181,9 +214,12 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
   app.register(dashboard, { prefix: '/account', ctx })
   app.get('/', (_request, reply) => reply.redirect('/account', 302))
 
-  openapi(app, { version: '0.1.0' })
+  openapi(app, { version: '0.1.0', ...adminDocs })
+  healthRoutes(app, ctx)
   retrieveRoute(app, ctx)
   tokenRoutes(app, ctx)
   scopeRoutes(app, ctx)
+  // The operator's API: its own authentication (operator keys) and hooks, under /admin/v1.
+  adminRoutes(app, ctx)
   return app
 }

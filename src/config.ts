@@ -22,6 +22,11 @@ export interface Env {
   RATE_LIMIT_PER_MINUTE?: string
   LOG_LEVEL?: string
   DASHBOARD_SIGNUP?: string
+  SHED_DELAY_MS?: string
+  ADMIN_KEYS?: string
+  AUDIT_RETENTION_DAYS?: string
+  METRICS_PORT?: string
+  METRICS_HOST?: string
 }
 
 const names: (keyof Env)[] = [
@@ -42,6 +47,11 @@ const names: (keyof Env)[] = [
   'RATE_LIMIT_PER_MINUTE',
   'LOG_LEVEL',
   'DASHBOARD_SIGNUP',
+  'SHED_DELAY_MS',
+  'ADMIN_KEYS',
+  'AUDIT_RETENTION_DAYS',
+  'METRICS_PORT',
+  'METRICS_HOST',
 ]
 
 /** Reads the process environment, with `.env` in the working directory filling unset names. */
@@ -73,13 +83,31 @@ export interface Config {
   signingKeys?: string
   rateLimitPerMinute: number
   logLevel: string
+  /** Requests are shed (503) while the event loop runs later than this on average; 0: never. */
+  shedDelayMs: number
   dashboard: {
     /** Anyone may create an account at /account/sign-up; otherwise accounts come by invite. */
     signup: boolean
   }
+  /** Operator keys for /admin/v1 given in the environment (`<id>:<secret>,...`), as given. */
+  adminKeys?: string
+  /** Audit events older than this are pruned in the background. */
+  auditRetentionDays: number
+  /** The Prometheus listener (plain HTTP); none when METRICS_PORT is unset. */
+  metrics?: { host: string; port: number }
 }
 
 export class ConfigError extends Error {}
+
+/**
+ * A system error's reason without its code and path (`no such file or directory`), or the first
+ * line of any other error's message: for one-line ConfigErrors that name the file themselves.
+ */
+export function systemReason(err: unknown): string {
+  const message = String((err as Error)?.message ?? err).split('\n')[0] ?? ''
+  const system = /^E[A-Z]+: (.*?)(?:, \w+ '.*')?$/.exec(message)
+  return system?.[1] ?? message
+}
 
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
 
@@ -177,6 +205,16 @@ export function toConfig(env: Env): Config {
     signingKeys: env.SIGNING_KEYS,
     rateLimitPerMinute: integer('RATE_LIMIT_PER_MINUTE', env.RATE_LIMIT_PER_MINUTE, 100, 1, 1e9),
     logLevel,
+    shedDelayMs: integer('SHED_DELAY_MS', env.SHED_DELAY_MS, 200, 0, 60_000),
     dashboard: { signup: signup === 'open' },
+    adminKeys: env.ADMIN_KEYS,
+    auditRetentionDays: integer('AUDIT_RETENTION_DAYS', env.AUDIT_RETENTION_DAYS, 365, 1, 36_500),
+    metrics:
+      env.METRICS_PORT === undefined
+        ? undefined
+        : {
+            host: env.METRICS_HOST ?? '127.0.0.1',
+            port: integer('METRICS_PORT', env.METRICS_PORT, 0, 0, 65535),
+          },
   }
 }

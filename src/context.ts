@@ -1,15 +1,23 @@
+import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs'
 import { type Logger, pino } from 'pino'
+import { AccountDirectory } from './accounts/directory.js'
 import { HolderService } from './accounts/holders.js'
 import { AccountService } from './accounts/service.js'
-import type { Config } from './config.js'
+import { AdminKeys } from './admin/keys.js'
+import { AuditLog } from './audit/log.js'
+import { type Config, ConfigError, systemReason } from './config.js'
+import { auditRepo } from './db/audit.js'
 import { localChanges, postgresChanges } from './db/changes.js'
 import { createDatabase, type Db, isUnavailable, migrateToLatest } from './db/database.js'
+import { Metrics } from './metrics/metrics.js'
 import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js'
 import { RedisRateLimiter } from './ratelimit/redis.js'
 import { ScopeCatalog } from './scopes/catalog.js'
 import { TokenCache } from './tokens/cache.js'
 import { Keyring } from './tokens/keyring.js'
+import { isoTime } from './tokens/rules.js'
 import { TokenService } from './tokens/service.js'
+import { UsageCounter } from './tokens/usage.js'
 
 /** Every dependency, built once from config. Tests pass overrides instead of patching globals. */
 export interface AppContext {
@@ -17,6 +25,12 @@ export interface AppContext {
   log: Logger
   /** Migrations applied: the service can answer. */
   readonly ready: boolean
+  /** The change feed keeps every instance's token cache exact (always so on SQLite). */
+  readonly feedLive: boolean
+  /** Shutting down: /readyz answers 503 so that load balancers stop sending requests. */
+  draining: boolean
+  /** When /readyz was last asked (epoch ms): something is watching, so shutdown waits for it. */
+  probedAt: number
   db: Db
   keyring: Keyring
   catalog: ScopeCatalog
@@ -25,6 +39,18 @@ export interface AppContext {
   /** Account holders of the dashboard: passwords, setup links, sessions. */
   holders: HolderService
   rateLimiter: RateLimiter
+  /** Operator keys of the admin API: ADMIN_KEYS, or the hashed key file in DATA_DIR. */
+  adminKeys: AdminKeys
+  /** Reading the audit log (events are written by the services). */
+  audit: AuditLog
+  /** Counters for /metrics (plain numbers; prom-client reads them when scraped). */
+  metrics: Metrics
+  /** Last use and hourly validations per token, counted here and written once a minute. */
+  usage: UsageCounter
+  /** Starts the background jobs of a serving process: usage flushes, retention pruning. */
+  startBackground(): void
+  /** Removes audit events past AUDIT_RETENTION_DAYS and usage past 30 days; what the job runs. */
+  prune(): Promise<number>
   close(): Promise<void>
 }
 
@@ -38,15 +64,53 @@ export interface Overrides {
   waitForDatabase?: boolean
 }
 
+/** DATA_DIR exists (made 0700) and can be written, or start-up stops saying so in one line. */
+function prepareDataDir(dir: string) {
+  try {
+    if (existsSync(dir) && !statSync(dir).isDirectory()) throw new Error('not a directory')
+    mkdirSync(dir, { recursive: true, mode: 0o700 })
+    accessSync(dir, constants.R_OK | constants.W_OK | constants.X_OK)
+  } catch (err) {
+    throw new ConfigError(`DATA_DIR cannot be used: ${dir}: ${systemReason(err)}`)
+  }
+}
+
+/** The key file of DATA_DIR; a file that cannot be read or parsed stops start-up in one line. */
+function keyFile(dataDir: string): Keyring {
+  try {
+    return Keyring.fromDataDir(dataDir)
+  } catch (err) {
+    if (err instanceof ConfigError) throw err
+    throw new ConfigError(`the signing key file in ${dataDir} cannot be used: ${systemReason(err)}`)
+  }
+}
+
+/** Retention is enforced hourly (and once shortly after start). */
+const pruneEveryMs = 3_600_000
+
+/** A database that refuses us for good (no such database, a refused login) stops start-up. */
+function databaseFailure(err: unknown): ConfigError {
+  const line = ((err as Error).message ?? String(err)).split('\n')[0]
+  return new ConfigError(
+    isUnavailable(err)
+      ? `DATABASE_URL: the database cannot be reached: ${line}`
+      : `DATABASE_URL: the database refused: ${line}`,
+  )
+}
+
 export async function createContext(
   config: Config,
   overrides: Overrides = {},
 ): Promise<AppContext> {
-  const keyring = config.signingKeys
-    ? Keyring.fromEnv(config.signingKeys)
-    : Keyring.fromDataDir(config.dataDir)
+  if (config.db.kind === 'sqlite' || config.signingKeys === undefined) {
+    prepareDataDir(config.dataDir)
+  }
+  const keyring = config.signingKeys ? Keyring.fromEnv(config.signingKeys) : keyFile(config.dataDir)
   const catalog = ScopeCatalog.fromFile(config.scopesFile)
   const log = overrides.log ?? pino({ level: 'silent' })
+  const adminKeys = AdminKeys.open(config, (err) =>
+    log.warn({ err: (err as Error).message }, 'admin key file unusable: no operator key is valid'),
+  )
   const db = createDatabase(config.db)
   let ready = false
   let stopped = false
@@ -56,7 +120,8 @@ export async function createContext(
   } catch (err) {
     if (!overrides.waitForDatabase || !isUnavailable(err)) {
       await db.destroy()
-      throw err
+      // SQLite's own failures (a corrupt file) keep their stack: they are not configuration.
+      throw config.db.kind === 'postgres' ? databaseFailure(err) : err
     }
     log.warn(
       { err: (err as Error).message },
@@ -65,35 +130,79 @@ export async function createContext(
     void (async () => {
       while (!ready && !stopped) {
         await new Promise((resolve) => setTimeout(resolve, 1000))
+        if (stopped) break
         await migrateToLatest(db, config.db).then(
           () => {
             ready = true
             log.warn('database reachable: migrations applied, answering again')
           },
-          (e) => isUnavailable(e) || log.error({ err: e }, 'migrations failed'),
+          (e) => stopped || isUnavailable(e) || log.error({ err: e }, 'migrations failed'),
         )
       }
     })()
   }
   // Token records are cached in process only while the change feed keeps every cache exact.
   const cache = new TokenCache({ enabled: false })
+  const directory = new AccountDirectory(db)
+  directory.setEnabled(false)
   const changes = config.db.kind === 'postgres' ? postgresChanges(config.db, log) : localChanges
+  let feedLive = false
   changes.listen(
-    (id) => cache.invalidate(id),
-    (live) => cache.setEnabled(live),
+    (id) => {
+      if (id.startsWith('account:')) directory.invalidate(id.slice('account:'.length))
+      else cache.invalidate(id)
+    },
+    (live) => {
+      feedLive = live
+      cache.setEnabled(live)
+      directory.setEnabled(live)
+    },
   )
-  const tokens = new TokenService({ db, keyring, catalog, cache, changes, now: overrides.now })
+  const now = overrides.now ?? Date.now
+  const usage = new UsageCounter(db, now, (err) => {
+    metrics.databaseErrors.usage++
+    log.warn({ err: (err as Error).message }, 'token usage not written: kept for the next minute')
+  })
+  const tokens = new TokenService({
+    db,
+    keyring,
+    catalog,
+    cache,
+    changes,
+    now: overrides.now,
+    directory,
+    usage,
+  })
   const accounts = new AccountService(db, catalog, tokens)
   const holders = new HolderService(db, accounts, tokens.now)
   const rateLimiter = config.redis
     ? new RedisRateLimiter(config.redis.url, config.redis.keyPrefix, config.rateLimitPerMinute, log)
     : new MemoryRateLimiter(config.rateLimitPerMinute)
+  const metrics = new Metrics({
+    cache,
+    rateLimiter,
+    feedLive: () => feedLive,
+    ready: () => ready,
+    processMetrics: config.metrics !== undefined,
+  })
+  const prune = async () => {
+    const cutoff = isoTime(now() - config.auditRetentionDays * 86_400_000)
+    const removed = await auditRepo.prune(db, cutoff)
+    await usage.prune()
+    return removed
+  }
+  let pruneTimer: NodeJS.Timeout | undefined
   return {
     config,
     log,
     get ready() {
       return ready
     },
+    get feedLive() {
+      return feedLive
+    },
+    draining: false,
+    probedAt: 0,
     db,
     keyring,
     catalog,
@@ -101,8 +210,27 @@ export async function createContext(
     accounts,
     holders,
     rateLimiter,
+    adminKeys,
+    audit: new AuditLog(db),
+    metrics,
+    usage,
+    startBackground() {
+      usage.start()
+      const run = () => {
+        if (!ready) return
+        prune().catch((err) =>
+          log.warn({ err: (err as Error).message }, 'audit and usage pruning failed'),
+        )
+      }
+      pruneTimer = setInterval(run, pruneEveryMs)
+      pruneTimer.unref()
+      setTimeout(run, 10_000).unref()
+    },
+    prune,
     async close() {
       stopped = true
+      clearInterval(pruneTimer)
+      if (ready) await usage.stop().catch(() => {})
       await changes.close()
       await rateLimiter.close()
       await db.destroy()

@@ -23,6 +23,8 @@ export const errorTable = {
   invalidScopes: [422, 'scopes are invalid'],
   invalidResources: [422, 'resources are invalid'],
   defaultTokenUndeletable: [422, 'the default token cannot be deleted'],
+  /** The admin API's create, for a username already taken. */
+  accountExists: [409, 'account already exists'],
   unavailable: [503, 'Service Unavailable'],
   internal: [500, 'Internal Server Error'],
 } as const satisfies Record<string, readonly [number, string]>

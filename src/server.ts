@@ -1,10 +1,15 @@
 import { readFileSync, realpathSync } from 'node:fs'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { createSecureContext } from 'node:tls'
 import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
-import { type Logger, pino } from 'pino'
-import { buildApp, redactUrl } from './app.js'
-import { type Config, readEnv, toConfig } from './config.js'
+import type { Logger } from 'pino'
+import { buildApp } from './app.js'
+import { type Config, ConfigError, readEnv, systemReason, toConfig } from './config.js'
 import { type AppContext, createContext } from './context.js'
+import { describeFailure } from './failure.js'
+import { createLogger } from './http/logging.js'
+import { listenMetrics, type MetricsListener } from './metrics/listener.js'
 import { ensureSelfSigned } from './tls/self-signed.js'
 
 export interface Running {
@@ -13,50 +18,118 @@ export interface Running {
   log: Logger
   url: string
   certFile?: string
+  /** The Prometheus endpoint, when METRICS_PORT is set. */
+  metricsUrl?: string
   close(): Promise<void>
 }
 
-/** Starts the service: context, migrations, TLS, listen. */
-export async function start(config: Config): Promise<Running> {
-  const log = pino({
-    level: config.logLevel,
-    serializers: {
-      req: (req) => ({ method: req.method, url: redactUrl(req.url), remoteAddress: req.ip }),
-    },
-  })
-  const ctx = await createContext(config, { log, waitForDatabase: true })
-  const { http } = config
-  let https: { cert: Buffer; key: Buffer } | undefined
-  let certFile: string | undefined
-  if (!http.trustProxy) {
-    const files = http.tls
-      ? { certFile: http.tls.cert, keyFile: http.tls.key }
-      : ensureSelfSigned(config.dataDir)
-    certFile = files.certFile
-    https = { cert: readFileSync(files.certFile), key: readFileSync(files.keyFile) }
+/** The certificate and key to serve, read and checked before anything else starts. */
+function loadTls(config: Config): { https: { cert: Buffer; key: Buffer }; certFile: string } {
+  const { tls } = config.http
+  let files: { certFile: string; keyFile: string }
+  try {
+    files = tls ? { certFile: tls.cert, keyFile: tls.key } : ensureSelfSigned(config.dataDir)
+  } catch (err) {
+    throw new ConfigError(`DATA_DIR cannot be used: ${config.dataDir}: ${systemReason(err)}`)
   }
-  const app = buildApp(ctx, { https, logger: log })
-  await app.listen({ host: http.host, port: http.port })
+  const read = (name: string, file: string) => {
+    try {
+      return readFileSync(file)
+    } catch (err) {
+      throw new ConfigError(`${name} cannot be read: ${file}: ${systemReason(err)}`)
+    }
+  }
+  const https = { cert: read('TLS_CERT', files.certFile), key: read('TLS_KEY', files.keyFile) }
+  try {
+    createSecureContext(https)
+  } catch (err) {
+    throw new ConfigError(
+      `TLS_CERT and TLS_KEY are not a PEM certificate and its key: ${firstLine(err)}`,
+    )
+  }
+  return { https, certFile: files.certFile }
+}
+
+const firstLine = (err: unknown) => String((err as Error).message ?? err).split('\n')[0]
+
+async function listen(app: FastifyInstance, { host, port }: Config['http']) {
+  try {
+    await app.listen({ host, port })
+  } catch (err) {
+    const code = (err as { code?: string }).code
+    if (code === 'EADDRINUSE') throw new ConfigError(`PORT ${port} is already in use on ${host}`)
+    if (code?.startsWith('E')) {
+      throw new ConfigError(`cannot listen on HOST ${host} PORT ${port}: ${firstLine(err)}`)
+    }
+    throw err
+  }
+}
+
+/** Starts the service: TLS, context and migrations, listen (and the metrics listener). */
+export async function start(config: Config): Promise<Running> {
+  const log = createLogger(config.logLevel)
+  const { http } = config
+  const tls = http.trustProxy ? undefined : loadTls(config)
+  const ctx = await createContext(config, { log, waitForDatabase: true })
+  const app = buildApp(ctx, { https: tls?.https, logger: log })
+  let metrics: MetricsListener | undefined
+  try {
+    await listen(app, http)
+    if (config.metrics) metrics = await listenMetrics(ctx.metrics, config.metrics)
+  } catch (err) {
+    if (app.server.listening) await app.close()
+    await ctx.close()
+    throw err
+  }
+  ctx.startBackground()
   const address = app.server.address()
   const port = typeof address === 'object' && address !== null ? address.port : http.port
-  const scheme = https ? 'https' : 'http'
+  const scheme = tls ? 'https' : 'http'
   return {
     app,
     ctx,
     log,
     url: `${scheme}://${http.host.includes(':') ? `[${http.host}]` : http.host}:${port}`,
-    certFile,
-    async close() {
-      await app.close()
-      await ctx.close()
-    },
+    certFile: tls?.certFile,
+    metricsUrl: metrics?.url,
+    close: () => drain(app, ctx, metrics),
+  }
+}
+
+/**
+ * While a load balancer watches /readyz (asked within the last minute), it gets this long to see
+ * the 503 before the server stops accepting; requests keep being served meanwhile.
+ */
+const drainGraceMs = 3_000
+/** Past this, connections still open at shutdown are cut, so that the process exits in 10 s. */
+const drainDeadlineMs = 8_000
+
+/**
+ * Graceful shutdown: /readyz answers 503 at once (and, if it is being watched, for a grace
+ * period); then the server stops accepting connections and closes idle ones; requests in
+ * flight finish (a create's answer waits for its group commit); then the database and Redis
+ * are closed. A connection still busy at the deadline is cut.
+ */
+async function drain(app: FastifyInstance, ctx: AppContext, metrics?: MetricsListener) {
+  ctx.draining = true
+  const deadline = setTimeout(() => app.server.closeAllConnections(), drainDeadlineMs)
+  deadline.unref()
+  try {
+    if (Date.now() - ctx.probedAt < 60_000) await sleep(drainGraceMs)
+    await app.close()
+  } finally {
+    clearTimeout(deadline)
+    await metrics?.close()
+    await ctx.close()
   }
 }
 
 /** `npm start` and `tessera serve`: start, say where, and shut down cleanly on a signal. */
 export async function serve(config: Config): Promise<void> {
   const running = await start(config)
-  const say = (line = '') => process.stdout.write(`${line}\n`)
+  // One write: a reader of this output (a test, a supervisor's log) sees it whole or not at all.
+  const lines: string[] = []
+  const say = (line = '') => lines.push(line)
   say()
   say(`Tessera is listening on ${running.url} (Link origin ${running.app.publicUrl})`)
   if (running.certFile) {
@@ -68,6 +141,7 @@ export async function serve(config: Config): Promise<void> {
     say('TRUST_PROXY=1: plain HTTP behind a TLS-terminating proxy (X-Forwarded-Proto: https)')
   }
   say(`Data: ${config.db.kind === 'sqlite' ? config.db.file : 'PostgreSQL (DATABASE_URL)'}`)
+  if (running.metricsUrl) say(`Prometheus metrics: ${running.metricsUrl}`)
   say()
   say('Get a first token:')
   say('  npx tessera account create alice')
@@ -76,6 +150,7 @@ export async function serve(config: Config): Promise<void> {
     `  curl --cacert ${running.certFile ?? '<cert>'} "${running.url}/tokens/v2/alice?access_token=<token>"`,
   )
   say()
+  process.stdout.write(`${lines.join('\n')}\n`)
   let closing = false
   const shutdown = (signal: string) => {
     if (closing) return
@@ -100,7 +175,7 @@ if (entry !== undefined && realpathSync(entry) === fileURLToPath(import.meta.url
   try {
     await serve(toConfig(readEnv()))
   } catch (err) {
-    process.stderr.write(`tessera: ${(err as Error).message}\n`)
+    process.stderr.write(`tessera: ${describeFailure(err) ?? (err as Error).stack}\n`)
     process.exitCode = 1
   }
 }

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../src/app.js'
+import { cliActor } from '../src/audit/events.js'
 import { type Env, toConfig } from '../src/config.js'
 import { type AppContext, createContext } from '../src/context.js'
 import type { AccountRecord } from '../src/db/repositories.js'
@@ -35,6 +36,8 @@ export async function harness(env: Env = {}): Promise<Harness> {
   const config = toConfig({
     DATA_DIR: dir,
     RATE_LIMIT_PER_MINUTE: '100000',
+    // The test process keeps its event loop busy on purpose (property runs): no shedding here.
+    SHED_DELAY_MS: '0',
     ...storage.env,
     ...env,
   })
@@ -44,8 +47,8 @@ export async function harness(env: Env = {}): Promise<Harness> {
   })
   const app = buildApp(ctx)
   await app.ready()
-  const alice = await ctx.accounts.create('alice')
-  const bob = await ctx.accounts.create('bob')
+  const alice = await ctx.accounts.create('alice', undefined, [], cliActor)
+  const bob = await ctx.accounts.create('bob', undefined, [], cliActor)
   return {
     ctx,
     app,
@@ -56,10 +59,15 @@ export async function harness(env: Env = {}): Promise<Harness> {
     async token(username, scopes, extra = {}) {
       const account = await ctx.accounts.find(username)
       if (!account) throw new Error(`no account ${username}`)
-      const view = await ctx.tokens.create(account, ctx.accounts.holder(account), {
-        scopes,
-        ...extra,
-      })
+      const view = await ctx.tokens.create(
+        account,
+        ctx.accounts.holder(account),
+        {
+          scopes,
+          ...extra,
+        },
+        cliActor,
+      )
       return view as TokenView & { token: string }
     },
     async close() {

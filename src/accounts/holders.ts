@@ -1,4 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto'
+import { type Actor, type AuditEvent, auditEvent } from '../audit/events.js'
+import { auditRepo } from '../db/audit.js'
 import type { Db } from '../db/database.js'
 import { holdersRepo } from '../db/holders.js'
 import type { AccountRecord } from '../db/repositories.js'
@@ -48,11 +50,22 @@ export class HolderService {
     private readonly now: () => number,
   ) {}
 
+  private event(
+    action: AuditEvent['action'],
+    actor: Actor,
+    username: string,
+    target: AuditEvent['target'] = { type: 'account', id: username },
+    details?: Record<string, unknown>,
+  ): AuditEvent {
+    return auditEvent(this.now(), action, actor, target, username, details)
+  }
+
   /** A new setup link secret for an existing account; earlier links stop working. */
-  async invite(username: string): Promise<string> {
+  async invite(username: string, actor: Actor): Promise<string> {
     const link = secret()
     const now = this.now()
     await this.db.transaction().execute(async (trx) => {
+      await auditRepo.insert(trx, this.event('account.invited', actor, username))
       await holdersRepo.endLinks(trx, username, isoTime(now))
       await holdersRepo.addLink(trx, {
         idHash: digest(link),
@@ -73,7 +86,12 @@ export class HolderService {
   }
 
   /** Uses a setup link: sets the password and ends every session (it is also a reset). */
-  async completeSetup(link: string, password: string, confirm: string): Promise<string> {
+  async completeSetup(
+    link: string,
+    password: string,
+    confirm: string,
+    actor: Actor,
+  ): Promise<string> {
     checkNewPassword(password, confirm)
     const row = await holdersRepo.link(this.db, digest(link))
     if (row === undefined) throw new HolderError('linkUnknown', 'This link is not valid.')
@@ -85,17 +103,37 @@ export class HolderService {
       }
       await holdersRepo.setPassword(trx, row.username, hash, at)
       await holdersRepo.endSessions(trx, row.username)
+      await auditRepo.insert(trx, this.event('password.set', actor, row.username))
     })
     return row.username
   }
 
   /** Open sign-up: a new account (default plan, default token) with its password. */
-  async signUp(username: string, password: string): Promise<AccountRecord> {
+  async signUp(username: string, password: string, actor: Actor): Promise<AccountRecord> {
     checkNewPassword(password)
     const hash = await hashPassword(password)
-    return this.accounts.create(username, undefined, [], (trx, account) =>
+    return this.accounts.create(username, undefined, [], actor, (trx, account) =>
       holdersRepo.setPassword(trx, account.username, hash, account.created),
     )
+  }
+
+  /**
+   * Sign-in: the account when the password is right and the account enabled, recorded either
+   * way (a failure under the name as typed, cut to 64 characters).
+   */
+  async signIn(
+    username: string,
+    password: string,
+    actor: Actor,
+  ): Promise<AccountRecord | undefined> {
+    const found = await this.checkPassword(username, password)
+    const account = found?.disabled === true ? undefined : found
+    const name = account?.username ?? username.slice(0, 64)
+    await auditRepo.insert(
+      this.db,
+      this.event(account ? 'signin.succeeded' : 'signin.failed', actor, name),
+    )
+    return account
   }
 
   /**
@@ -110,7 +148,12 @@ export class HolderService {
   }
 
   /** Changes the password; every other session of the account ends. */
-  async changePassword(session: Session, current: string, next: string): Promise<void> {
+  async changePassword(
+    session: Session,
+    current: string,
+    next: string,
+    actor: Actor,
+  ): Promise<void> {
     if ((await this.checkPassword(session.username, current)) === undefined) {
       throw new HolderError('wrongPassword', 'Current password is wrong')
     }
@@ -119,6 +162,7 @@ export class HolderService {
     await this.db.transaction().execute(async (trx) => {
       await holdersRepo.setPassword(trx, session.username, hash, isoTime(this.now()))
       await holdersRepo.endSessions(trx, session.username, session.key)
+      await auditRepo.insert(trx, this.event('password.changed', actor, session.username))
     })
   }
 
@@ -158,8 +202,29 @@ export class HolderService {
     return { key, username: row.username, csrf: row.csrf }
   }
 
-  endSession = (session: Session) => holdersRepo.endSession(this.db, session.key)
-  endAllSessions = (username: string) => holdersRepo.endSessions(this.db, username)
+  /** Sign out: this session ends. `actor` absent: replaced by a new sign-in, not recorded. */
+  async endSession(session: Session, actor?: Actor): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      await holdersRepo.endSession(trx, session.key)
+      if (actor === undefined) return
+      const target = { type: 'session' as const, id: session.key.slice(0, 16) }
+      const details = { which: 'this' }
+      await auditRepo.insert(
+        trx,
+        this.event('sessions.ended', actor, session.username, target, details),
+      )
+    })
+  }
+
+  /** Sign out everywhere: every session of the account ends. */
+  async endAllSessions(username: string, actor: Actor): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      await holdersRepo.endSessions(trx, username)
+      const target = { type: 'session' as const }
+      const details = { which: 'all' }
+      await auditRepo.insert(trx, this.event('sessions.ended', actor, username, target, details))
+    })
+  }
 }
 
 function checkNewPassword(password: string, confirm?: string) {

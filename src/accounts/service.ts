@@ -1,37 +1,97 @@
+import { type Actor, type AuditEvent, auditEvent } from '../audit/events.js'
+import { auditRepo } from '../db/audit.js'
 import type { Db } from '../db/database.js'
-import { type AccountRecord, accountsRepo, tokensRepo } from '../db/repositories.js'
+import { holdersRepo } from '../db/holders.js'
+import {
+  type AccountRecord,
+  accountsRepo,
+  type TokenRecord,
+  tokensRepo,
+} from '../db/repositories.js'
 import type { ScopeCatalog } from '../scopes/catalog.js'
 import type { TokenView } from '../tokens/document.js'
 import type { Principal } from '../tokens/principal.js'
 import { isoTime } from '../tokens/rules.js'
 import type { TokenService } from '../tokens/service.js'
+import { usernamePattern } from './directory.js'
 
-/** Usernames travel in token payloads; this alphabet keeps their base64 free of `-` and `_`. */
-export const usernamePattern = /^[a-z0-9][a-z0-9_-]{0,31}$/
+export { usernamePattern }
 
-export class AccountError extends Error {}
+/** A refusal with its reason; `missing` when the account does not exist. */
+export class AccountError extends Error {
+  constructor(
+    message: string,
+    readonly kind: 'invalid' | 'missing' | 'exists' = 'invalid',
+  ) {
+    super(message)
+  }
+}
 
+export interface AccountChange {
+  plan?: string
+  features?: string[]
+}
+
+/** A deleted account's name can be taken again after this long (a tk's longest life). */
+const reuseAfterMs = 3_600_000
+
+/** What a change of the account's state is announced as on the change feed. */
+export const accountChange = (username: string) => `account:${username}`
+
+/**
+ * Accounts: created by the CLI, the admin API and open sign-up alike, changed, disabled and
+ * deleted by operators. Every change is written with its audit event in one transaction, and
+ * told to every instance (see AccountDirectory), so that a disabled or deleted account's tokens
+ * stop working fleet-wide within the feed's bound.
+ */
 export class AccountService {
-  /** Accounts are never changed or removed once created, so a found one can be kept. */
-  private readonly known = new Map<string, AccountRecord>()
-
   constructor(
     private readonly db: Db,
     private readonly catalog: ScopeCatalog,
     private readonly tokens: TokenService,
   ) {}
 
-  /** Accounts are never deleted: a known one is answered at once, without a promise. */
+  /** Answered at once, without a promise, when the account is known. */
   find(username: string): AccountRecord | undefined | Promise<AccountRecord | undefined> {
-    const known = this.known.get(username)
-    if (known !== undefined || !usernamePattern.test(username)) return known
-    return accountsRepo.find(this.db, username).then((account) => {
-      if (account !== undefined) {
-        if (this.known.size >= 100_000) this.known.clear()
-        this.known.set(username, account)
-      }
-      return account
-    })
+    return this.tokens.directory.find(username)
+  }
+
+  /** Read for a change: from the database, never the directory. */
+  async get(username: string): Promise<AccountRecord> {
+    const account = usernamePattern.test(username)
+      ? await accountsRepo.find(this.db, username)
+      : undefined
+    if (account === undefined) throw new AccountError(`no such account: ${username}`, 'missing')
+    return account
+  }
+
+  /** A page of accounts in username order, after the username `after`. */
+  list(page: { after?: string; limit: number }): Promise<AccountRecord[]> {
+    return accountsRepo.list(this.db, page)
+  }
+
+  private event(
+    action: AuditEvent['action'],
+    actor: Actor,
+    username: string,
+    details?: Record<string, unknown>,
+  ): AuditEvent {
+    const target = { type: 'account' as const, id: username }
+    return auditEvent(this.tokens.now(), action, actor, target, username, details)
+  }
+
+  private checkPlan(plan: string, features: string[]) {
+    if (!this.catalog.hasPlan(plan)) throw new AccountError(`no such plan: ${plan}`)
+    for (const f of features) {
+      if (!this.catalog.hasFeature(f)) throw new AccountError(`no such feature: ${f}`)
+    }
+  }
+
+  private publicScopes(account: AccountRecord) {
+    return this.catalog
+      .availableTo(account.plan, account.features)
+      .filter((s) => s.public)
+      .map((s) => s.id)
   }
 
   /**
@@ -40,8 +100,9 @@ export class AccountService {
    */
   async create(
     username: string,
-    plan = this.catalog.defaultPlan,
-    features: string[] = [],
+    plan: string | undefined,
+    features: string[],
+    actor: Actor,
     within?: (trx: Db, account: AccountRecord) => Promise<void>,
   ): Promise<AccountRecord & { defaultToken: TokenView }> {
     if (!usernamePattern.test(username)) {
@@ -49,35 +110,130 @@ export class AccountService {
         'username must be 1-32 characters of a-z, 0-9, _ and -, starting with a letter or digit',
       )
     }
-    if (!this.catalog.hasPlan(plan)) throw new AccountError(`no such plan: ${plan}`)
-    for (const f of features) {
-      if (!this.catalog.hasFeature(f)) throw new AccountError(`no such feature: ${f}`)
-    }
+    const chosen = plan ?? this.catalog.defaultPlan
+    this.checkPlan(chosen, features)
     const account: AccountRecord = {
       username,
-      plan,
+      plan: chosen,
       features: [...new Set(features)],
       created: isoTime(this.tokens.now()),
+      disabled: false,
     }
-    const publicScopes = this.catalog
-      .availableTo(account.plan, account.features)
-      .filter((s) => s.public)
-      .map((s) => s.id)
     const token = this.tokens.newRecord(account, {
       note: 'Default public token',
-      scopes: publicScopes,
+      scopes: this.publicScopes(account),
       allowedUrls: null,
       isDefault: true,
     })
+    const event = this.event('account.created', actor, username, {
+      plan: account.plan,
+      features: account.features,
+    })
     await this.db.transaction().execute(async (trx) => {
       if (await accountsRepo.find(trx, username)) {
-        throw new AccountError(`account ${username} already exists`)
+        throw new AccountError(`account ${username} already exists`, 'exists')
+      }
+      // A temporary token of a deleted account lives up to an hour and names the account only
+      // by username: the name is free again once every such token has expired.
+      const since = isoTime(this.tokens.now() - reuseAfterMs)
+      const deleted = await auditRepo.deletedSince(trx, username, since)
+      if (deleted !== undefined) {
+        throw new AccountError(
+          `account ${username} was deleted at ${deleted}; the name can be used again an hour later`,
+          'exists',
+        )
       }
       await accountsRepo.insert(trx, account)
       await tokensRepo.insert(trx, token)
+      await auditRepo.insert(trx, event)
       await within?.(trx, account)
+      // A name used before: instances that remember the old account forget it.
+      await this.tokens.notifyChanged(trx, [accountChange(username)])
     })
+    this.tokens.directory.invalidate(username)
     return { ...account, defaultToken: this.tokens.view(token) }
+  }
+
+  /**
+   * Changes plan and features. Scopes the account no longer has are removed from its tokens
+   * (never refused: an operator downgrading a plan must not have to edit tokens first), and
+   * the default token holds every public scope of the new plan, as at creation.
+   */
+  async change(username: string, input: AccountChange, actor: Actor): Promise<AccountRecord> {
+    const before = await this.get(username)
+    const account: AccountRecord = {
+      ...before,
+      plan: input.plan ?? before.plan,
+      features: input.features === undefined ? before.features : [...new Set(input.features)],
+    }
+    this.checkPlan(account.plan, account.features)
+    const available = new Set(
+      this.catalog.availableTo(account.plan, account.features).map((s) => s.id),
+    )
+    const modified = isoTime(this.tokens.now())
+    const changed: TokenRecord[] = []
+    await this.db.transaction().execute(async (trx) => {
+      for (const token of await tokensRepo.ofAccount(trx, username)) {
+        const scopes = token.isDefault
+          ? this.publicScopes(account)
+          : token.scopes.filter((s) => available.has(s))
+        if (scopes.length === token.scopes.length && scopes.every((s, i) => s === token.scopes[i]))
+          continue
+        changed.push({ ...token, scopes, modified })
+      }
+      for (const token of changed) await tokensRepo.update(trx, token)
+      await accountsRepo.update(trx, account)
+      await auditRepo.insert(
+        trx,
+        this.event('account.changed', actor, username, {
+          plan: account.plan,
+          features: account.features,
+          tokensChanged: changed.length,
+        }),
+      )
+      await this.tokens.notifyChanged(trx, [accountChange(username), ...changed.map((t) => t.id)])
+    })
+    this.tokens.directory.invalidate(username)
+    this.tokens.forget(changed.map((t) => t.id))
+    return account
+  }
+
+  /** Disables or enables the account; disabling also ends its dashboard sessions. */
+  async setDisabled(username: string, disabled: boolean, actor: Actor): Promise<AccountRecord> {
+    const before = await this.get(username)
+    const account = { ...before, disabled }
+    if (before.disabled === disabled) return account
+    await this.db.transaction().execute(async (trx) => {
+      await accountsRepo.update(trx, account)
+      if (disabled) await holdersRepo.endSessions(trx, username)
+      await auditRepo.insert(
+        trx,
+        this.event(disabled ? 'account.disabled' : 'account.enabled', actor, username),
+      )
+      await this.tokens.notifyChanged(trx, [accountChange(username)])
+    })
+    this.tokens.directory.invalidate(username)
+    return account
+  }
+
+  /** Deletes the account: every token is revoked, fleet-wide; its audit events remain. */
+  async remove(username: string, actor: Actor): Promise<void> {
+    const account = await this.get(username)
+    let ids: string[] = []
+    await this.db.transaction().execute(async (trx) => {
+      ids = (await tokensRepo.ofAccount(trx, username)).map((t) => t.id)
+      if (!(await accountsRepo.delete(trx, account.username))) {
+        throw new AccountError(`no such account: ${username}`, 'missing')
+      }
+      await auditRepo.insert(
+        trx,
+        this.event('account.deleted', actor, username, { tokensRevoked: ids.length }),
+      )
+      // Other instances may keep the records of its tokens: validation finds the account gone.
+      await this.tokens.notifyChanged(trx, [accountChange(username)])
+    })
+    this.tokens.directory.invalidate(username)
+    this.tokens.forget(ids)
   }
 
   /** The account holder: may use every scope available to the account (dashboard, CLI). */

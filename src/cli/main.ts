@@ -1,8 +1,13 @@
 import { parseArgs } from 'node:util'
 import { AccountError } from '../accounts/service.js'
-import { ConfigError, configuredOrigin, readEnv, toConfig } from '../config.js'
-import { createContext } from '../context.js'
+import { newAdminKey } from '../admin/keys.js'
+import { type AuditAction, type AuditTarget, auditEvent, cliActor } from '../audit/events.js'
+import { auditFilter } from '../audit/query.js'
+import { configuredOrigin, readEnv, toConfig } from '../config.js'
+import { type AppContext, createContext } from '../context.js'
+import { auditRepo } from '../db/audit.js'
 import { ApiError } from '../errors.js'
+import { describeFailure } from '../failure.js'
 import { serve } from '../server.js'
 import { formatSigningKeys, Keyring, newSigningKey, parseSigningKeys } from '../tokens/keyring.js'
 
@@ -13,11 +18,20 @@ const usage = `usage: tessera <command>
   account invite <username>                   a new dashboard setup link (voids older ones)
   token create <username> [--scopes a,b] [--note N] [--allowed-url U]...
   keys rotate                                 add a signing key
+  admin-key create [--note N]                 a new operator key for /admin/v1, printed once
+  admin-key revoke <id>                       the key stops working at once
+  admin-key list                              every operator key (never its secret)
+  audit [<username>] [--action a,b] [--since T] [--until T] [--limit N] [--start ID]
+                                              audit events, newest first (limit 1-100)
   migrate                                     apply database migrations
 
-Configuration comes from the environment (and .env), as for the server.`
+Configuration comes from the environment (and .env), as for the server. Operator keys are kept
+hashed in DATA_DIR/admin-keys.json; with ADMIN_KEYS set, they are that list instead, and
+admin-key create prints the new value of ADMIN_KEYS to set on every instance.`
 
 class UsageError extends Error {}
+/** A command that cannot do what it was asked (an unknown id): one line, exit status 1. */
+class CommandError extends Error {}
 
 const print = (value: unknown): void => {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`)
@@ -33,6 +47,11 @@ async function run(argv: string[]): Promise<void> {
       scopes: { type: 'string' },
       note: { type: 'string' },
       'allowed-url': { type: 'string', multiple: true },
+      action: { type: 'string' },
+      since: { type: 'string' },
+      until: { type: 'string' },
+      limit: { type: 'string' },
+      start: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   })
@@ -51,16 +70,49 @@ async function run(argv: string[]): Promise<void> {
       const added = keys[keys.length - 1]
       return print({ id: added?.id, SIGNING_KEYS: formatSigningKeys(keys) })
     }
-    return print({ id: Keyring.fromDataDir(config.dataDir).rotate().id })
+    const { id } = Keyring.fromDataDir(config.dataDir).rotate()
+    await withContext(config, (ctx) =>
+      record(ctx, 'signing_key.added', { type: 'signing_key', id }),
+    )
+    return print({ id })
+  }
+  if (command === 'admin-key' && sub === 'create' && config.adminKeys !== undefined) {
+    // As for SIGNING_KEYS: the environment cannot be written back; nothing is stored.
+    const made = newAdminKey(Date.now())
+    return print({ ...made, ADMIN_KEYS: `${config.adminKeys},${made.id}:${made.key}` })
   }
 
   const ctx = await createContext(config)
   try {
     if (command === 'migrate') return print({ migrated: true })
+    if (command === 'admin-key' && sub === 'create' && arg === undefined) {
+      const made = ctx.adminKeys.create(ctx.tokens.now(), values.note)
+      await record(ctx, 'admin_key.created', { type: 'admin_key', id: made.id })
+      return print(made)
+    }
+    if (command === 'admin-key' && sub === 'revoke' && arg !== undefined) {
+      const revoked = ctx.adminKeys.revoke(arg, ctx.tokens.now())
+      if (revoked === undefined) throw new CommandError(`no such admin key: ${arg}`)
+      if (revoked.changed) await record(ctx, 'admin_key.revoked', { type: 'admin_key', id: arg })
+      return print({ id: arg, revoked: revoked.revoked })
+    }
+    if (command === 'admin-key' && sub === 'list' && arg === undefined) {
+      return print(ctx.adminKeys.list())
+    }
+    if (command === 'audit' && arg === undefined) {
+      if (values.limit !== undefined && !/^0*([1-9][0-9]?|100)$/.test(values.limit)) {
+        throw new ApiError('badLimit')
+      }
+      const limit = values.limit === undefined ? 100 : Number(values.limit)
+      const { action, since, until, start } = values
+      return print(
+        await ctx.audit.list(auditFilter({ username: sub, action, since, until, start, limit })),
+      )
+    }
     const setupUrl = async (username: string) =>
-      `${configuredOrigin(config.http)}/account/setup/${await ctx.holders.invite(username)}`
+      `${configuredOrigin(config.http)}/account/setup/${await ctx.holders.invite(username, cliActor)}`
     if (command === 'account' && sub === 'create' && arg !== undefined) {
-      const account = await ctx.accounts.create(arg, values.plan, values.feature ?? [])
+      const account = await ctx.accounts.create(arg, values.plan, values.feature ?? [], cliActor)
       return print({ ...account, setupUrl: await setupUrl(account.username) })
     }
     if (command === 'account' && sub === 'invite' && arg !== undefined) {
@@ -76,14 +128,35 @@ async function run(argv: string[]): Promise<void> {
           ?.split(',')
           .map((s) => s.trim())
           .filter((s) => s !== '') ?? []
-      const token = await ctx.tokens.create(account, ctx.accounts.holder(account), {
-        scopes,
-        note: values.note,
-        allowedUrls: values['allowed-url'] ?? null,
-      })
+      const token = await ctx.tokens.create(
+        account,
+        ctx.accounts.holder(account),
+        {
+          scopes,
+          note: values.note,
+          allowedUrls: values['allowed-url'] ?? null,
+        },
+        cliActor,
+      )
       return print(token)
     }
     throw new UsageError(usage)
+  } finally {
+    await ctx.close()
+  }
+}
+
+/** A change the CLI makes outside the services, written into the audit log. */
+const record = (ctx: AppContext, action: AuditAction, target: AuditTarget) =>
+  auditRepo.insert(ctx.db, auditEvent(ctx.tokens.now(), action, cliActor, target))
+
+async function withContext(
+  config: ReturnType<typeof toConfig>,
+  use: (ctx: AppContext) => Promise<void>,
+) {
+  const ctx = await createContext(config)
+  try {
+    await use(ctx)
   } finally {
     await ctx.close()
   }
@@ -96,7 +169,7 @@ export async function main(argv = process.argv.slice(2)): Promise<number> {
   } catch (err) {
     const known =
       err instanceof UsageError ||
-      err instanceof ConfigError ||
+      err instanceof CommandError ||
       err instanceof AccountError ||
       err instanceof ApiError ||
       (err as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION'
@@ -104,7 +177,9 @@ export async function main(argv = process.argv.slice(2)): Promise<number> {
       err instanceof ApiError && err.details
         ? `${err.message}: ${err.details}`
         : (err as Error).message
-    process.stderr.write(`tessera: ${known ? text : (err as Error).stack}\n`)
+    // Configuration and the world around (files, ports, the database): one line. A bug: its stack.
+    const line = known ? text : (describeFailure(err) ?? (err as Error).stack)
+    process.stderr.write(`tessera: ${line}\n`)
     return err instanceof UsageError ? 2 : 1
   }
 }

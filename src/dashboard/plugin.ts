@@ -4,6 +4,7 @@ import type { AppContext } from '../context.js'
 import { ApiError } from '../errors.js'
 import { assets } from './assets.js'
 import { accountPages } from './pages/account.js'
+import { activityPages } from './pages/activity.js'
 import { signInPages } from './pages/sign-in.js'
 import { temporaryPages } from './pages/temporary.js'
 import { tokenPages } from './pages/tokens.js'
@@ -58,7 +59,7 @@ export async function dashboard(app: FastifyInstance, { ctx }: { ctx: AppContext
     const id = sessionId(request)
     const session = id === undefined ? undefined : await ctx.holders.session(id)
     const account = session && (await ctx.accounts.find(session.username))
-    if (session === undefined || account === undefined) {
+    if (session === undefined || account === undefined || account.disabled) {
       if (id !== undefined) clearSessionCookie(reply)
       const wanted = request.method === 'GET' ? safeNext(request.url) : '/account'
       return reply.code(303).redirect(signInPath(wanted), 303)
@@ -119,6 +120,7 @@ export async function dashboard(app: FastifyInstance, { ctx }: { ctx: AppContext
   tokenPages(app, deps)
   temporaryPages(app, deps)
   accountPages(app, deps)
+  activityPages(app, deps)
 }
 
 const back = { href: '/account', text: 'Back to your tokens' }

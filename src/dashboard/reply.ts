@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Session } from '../accounts/holders.js'
 import type { AccountRecord } from '../db/repositories.js'
 import { ApiError } from '../errors.js'
+import { sessionActor } from '../http/actor.js'
 import type { FormError } from './views/forms.js'
 import type { Html } from './views/html.js'
 
@@ -22,6 +23,8 @@ export const holderOf = (request: FastifyRequest) => {
   return {
     ...holder,
     signedIn: { username: holder.account.username, csrf: holder.session.csrf },
+    /** The session as the audit log records it. */
+    actor: sessionActor(request, holder.session.key),
   }
 }
 

@@ -78,6 +78,8 @@ export function checkCsrf(form: URLSearchParams, session: Session) {
 /** Where to go after signing in: a path of the dashboard, never another site. */
 export function safeNext(value: unknown): string {
   if (typeof value !== 'string' || !/^\/account(?:[/?#]|$)/.test(value)) return '/account'
+  // Encoded again into the sign-in link, a long one would make a header no proxy takes.
+  if (value.length > 1024) return '/account'
   if (/[\\\s]/.test(value) || value.includes('//')) return '/account'
   const url = new URL(value, 'https://dashboard.invalid')
   return url.origin === 'https://dashboard.invalid' ? `${url.pathname}${url.search}` : '/account'

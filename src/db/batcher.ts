@@ -1,3 +1,11 @@
+import { Buckets } from '../metrics/histogram.js'
+
+/** Every group commit of the process, for /metrics: the size of each batch, and failed writes. */
+export const groupCommits = {
+  sizes: new Buckets([1, 2, 5, 10, 20, 50, 100, 200, 500]),
+  failures: 0,
+}
+
 /**
  * Group commit: items are written together, in one statement and one transaction. One write is
  * out at a time; items added meanwhile (while the event loop was busy, or while the previous
@@ -25,13 +33,20 @@ export class Batcher<T> {
   private async flush() {
     this.writing = true
     const batch = this.pending.splice(0, this.max)
+    groupCommits.sizes.observe(batch.length)
     try {
       await this.write(batch.map((b) => b.item))
       for (const b of batch) b.resolve()
     } catch (err) {
+      groupCommits.failures++
       if (batch.length === 1) batch[0]?.reject(err)
       else {
-        for (const b of batch) await this.write([b.item]).then(b.resolve, b.reject)
+        for (const b of batch) {
+          await this.write([b.item]).then(b.resolve, (e) => {
+            groupCommits.failures++
+            b.reject(e)
+          })
+        }
       }
     } finally {
       this.writing = false

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs'
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs'
 import path from 'node:path'
 import SQLite from 'better-sqlite3'
 import {
@@ -35,7 +35,7 @@ export function createDatabase(config: Config['db']): Db {
       dialect: new PostgresDialect({ pool: preparingStatements(pool) }),
     })
   }
-  if (config.file !== ':memory:') mkdirSync(path.dirname(config.file), { recursive: true })
+  if (config.file !== ':memory:') createPrivately(config.file)
   const sqlite = new SQLite(config.file)
   sqlite.pragma('journal_mode = WAL')
   sqlite.pragma('synchronous = NORMAL')
@@ -48,6 +48,21 @@ export function createDatabase(config: Config['db']): Db {
   return new Kysely<Database>({
     dialect: new SqliteDialect({ database: reusingStatements(sqlite) }),
   })
+}
+
+/**
+ * The database file exists, 0600, before SQLite opens it: SQLite would create it 0644, and it
+ * gives its WAL and shared-memory files the database file's mode. Files an older version left
+ * open to others are tightened (they are Tessera's own; a directory may not be).
+ */
+function createPrivately(file: string) {
+  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
+  if (!existsSync(file)) closeSync(openSync(file, 'a', 0o600))
+  for (const name of [file, `${file}-wal`, `${file}-shm`]) {
+    const stat = statSync(name, { throwIfNoEntry: false })
+    // Anything but a file (a directory in the way) is left for SQLite to refuse.
+    if (stat?.isFile() && (stat.mode & 0o077) !== 0) chmodSync(name, 0o600)
+  }
 }
 
 /**
@@ -92,6 +107,11 @@ function reusingStatements(sqlite: SQLite.Database): SqliteDatabase {
   const statements = new Map<string, SQLite.Statement>()
   return {
     prepare(text: string) {
+      // Kysely opens transactions with a deferred `begin`. A transaction that reads and then
+      // writes (account create) fails at once with SQLITE_BUSY when another process (the CLI
+      // beside the server) writes meanwhile, as SQLite cannot wait out that lock upgrade;
+      // taking the write lock at `begin` makes it wait for busy_timeout instead.
+      if (text === 'begin') text = 'begin immediate'
       let statement = statements.get(text)
       if (statement === undefined) {
         statement = sqlite.prepare(text)

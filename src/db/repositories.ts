@@ -10,6 +10,7 @@ export interface AccountRecord {
   plan: string
   features: string[]
   created: string
+  disabled: boolean
 }
 
 export interface TokenRecord {
@@ -43,6 +44,7 @@ const toAccount = (row: Selectable<AccountsTable>): AccountRecord => ({
   plan: row.plan,
   features: JSON.parse(row.features),
   created: row.created,
+  disabled: row.disabled === 1,
 })
 
 const toToken = (row: Selectable<TokensTable>): TokenRecord => {
@@ -87,8 +89,40 @@ export const accountsRepo = {
   async insert(db: Executor, a: AccountRecord): Promise<void> {
     await db
       .insertInto('accounts')
-      .values({ ...a, features: JSON.stringify(a.features) })
+      .values({
+        username: a.username,
+        plan: a.plan,
+        features: JSON.stringify(a.features),
+        created: a.created,
+        disabled: a.disabled ? 1 : 0,
+      })
       .execute()
+  },
+
+  async update(db: Executor, a: AccountRecord): Promise<void> {
+    await db
+      .updateTable('accounts')
+      .set({ plan: a.plan, features: JSON.stringify(a.features), disabled: a.disabled ? 1 : 0 })
+      .where('username', '=', a.username)
+      .execute()
+  },
+
+  /** Removes the account; its tokens, password, links and sessions go with it (cascade). */
+  async delete(db: Executor, username: string): Promise<boolean> {
+    await db.deleteFrom('tokens').where('username', '=', username).execute()
+    const result = await db
+      .deleteFrom('accounts')
+      .where('username', '=', username)
+      .executeTakeFirst()
+    return result.numDeletedRows > 0n
+  },
+
+  /** A page of accounts in username order, after `after`. */
+  async list(db: Executor, f: { after?: string; limit: number }): Promise<AccountRecord[]> {
+    let q = db.selectFrom('accounts').selectAll()
+    if (f.after !== undefined) q = q.where('username', '>', f.after)
+    const rows = await q.orderBy('username').limit(f.limit).execute()
+    return rows.map(toAccount)
   },
 
   async find(db: Executor, username: string): Promise<AccountRecord | undefined> {
@@ -120,6 +154,16 @@ export const tokensRepo = {
         db.insertInto('tokens').values(rows),
       ),
     )
+  },
+
+  /** Every token of an account (a change of plan walks them). */
+  async ofAccount(db: Executor, username: string): Promise<TokenRecord[]> {
+    const rows = await db
+      .selectFrom('tokens')
+      .selectAll()
+      .where('username', '=', username)
+      .execute()
+    return rows.map(toToken)
   },
 
   async find(db: Executor, id: string): Promise<TokenRecord | undefined> {

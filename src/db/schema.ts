@@ -4,6 +4,8 @@ export interface AccountsTable {
   plan: string
   features: string
   created: string
+  /** 1 when an operator disabled the account: its tokens are revoked while it stays so. */
+  disabled: number
 }
 
 export interface TokensTable {
@@ -45,10 +47,40 @@ export interface SessionsTable {
   last_seen: string
 }
 
+export interface AuditEventsTable {
+  id: string
+  at: string
+  action: string
+  actor_type: string
+  actor_id: string | null
+  actor_usage: string | null
+  username: string | null
+  target_type: string
+  target_id: string | null
+  address: string | null
+  request_id: string | null
+  /** JSON object, or null. */
+  details: string | null
+}
+
+export interface TokenUsageTable {
+  token_id: string
+  hour: string
+  count: number | string | bigint
+}
+
+export interface TokenLastUsedTable {
+  token_id: string
+  at: string
+}
+
 export interface Database {
   accounts: AccountsTable
   tokens: TokensTable
   passwords: PasswordsTable
   setup_links: SetupLinksTable
   sessions: SessionsTable
+  audit_events: AuditEventsTable
+  token_usage: TokenUsageTable
+  token_last_used: TokenLastUsedTable
 }

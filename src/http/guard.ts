@@ -34,13 +34,23 @@ export function rateLimit(
   enforce = true,
 ): void | Promise<void> {
   const now = ctx.tokens.now()
-  return andThen(ctx.rateLimiter.hit(key, now), (result) => applyLimit(reply, result, now, enforce))
+  return andThen(ctx.rateLimiter.hit(key, now), (result) =>
+    applyLimit(ctx, reply, result, now, enforce),
+  )
 }
 
 const intervalText = String(intervalS)
 
-function applyLimit(reply: FastifyReply, result: RateLimitResult, now: number, enforce: boolean) {
+function applyLimit(
+  ctx: AppContext,
+  reply: FastifyReply,
+  result: RateLimitResult,
+  now: number,
+  enforce: boolean,
+) {
   const { allowed, limit, reset } = result
+  if (allowed) ctx.metrics.rateLimit.allowed++
+  else ctx.metrics.rateLimit.limited++
   // Lowercase names and string values (see app.ts): headers are dear on this path.
   reply.headers({
     'x-rate-limit-interval': intervalText,
@@ -71,6 +81,7 @@ export function guard(ctx: AppContext) {
     const token = accessToken(request)
     const validation = token === undefined ? undefined : ctx.tokens.validate(token)
     return andThen(validation, (validation) => {
+      if (validation !== undefined) ctx.metrics.validated(validation)
       if (validation?.code !== 'TokenValid') {
         return andThen(rateLimit(ctx, reply, `ip:${request.ip}`, false), () => {
           throw new ApiError('unauthorized')

@@ -4,8 +4,23 @@ import type { FastifyInstance, RouteOptions } from 'fastify'
 interface Operation {
   method: string
   path: string
-  schema: NonNullable<RouteOptions['schema']>
+  schema: NonNullable<RouteOptions['schema']> & Documented
   scope?: string
+}
+
+/** What a route's schema may say besides its inputs and responses. */
+interface Documented {
+  summary?: string
+  description?: string
+  tags?: string[]
+  security?: Record<string, string[]>[]
+}
+
+/** Besides the routes: named tags, and the security schemes their routes' `security` names. */
+export interface OpenApiInfo {
+  version: string
+  tags?: { name: string; description: string }[]
+  securitySchemes?: Record<string, unknown>
 }
 
 /** JSON Schema as OpenAPI 3.1 takes it, without TypeBox's symbols and our own keywords. */
@@ -16,11 +31,16 @@ const clean = (schema: unknown): unknown =>
  * `GET /openapi.json`: an OpenAPI 3.1 document generated from the same route schemas that
  * validate requests and serialize responses, so it cannot drift from the code.
  */
-export function openapi(app: FastifyInstance, info: { version: string }) {
+export function openapi(app: FastifyInstance, info: OpenApiInfo) {
   const operations: Operation[] = []
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method]
-    if (route.schema === undefined || route.url.endsWith('/')) return
+    if (
+      route.schema === undefined ||
+      (route.schema as { hide?: boolean }).hide ||
+      route.url.endsWith('/')
+    )
+      return
     for (const method of methods) {
       if (method === 'HEAD') continue
       operations.push({
@@ -34,12 +54,12 @@ export function openapi(app: FastifyInstance, info: { version: string }) {
 
   let document: unknown
   app.get('/openapi.json', async () => {
-    document ??= build(operations, info.version)
+    document ??= build(operations, info)
     return document
   })
 }
 
-function build(operations: Operation[], version: string) {
+function build(operations: Operation[], info: OpenApiInfo) {
   const paths: Record<string, Record<string, unknown>> = {}
   for (const op of operations) {
     const parameters: unknown[] = []
@@ -69,9 +89,13 @@ function build(operations: Operation[], version: string) {
             }
     }
     paths[op.path] ??= {}
+    const { summary, description, tags, security } = op.schema
     ;(paths[op.path] as Record<string, unknown>)[op.method] = {
-      summary: (op.schema as { summary?: string }).summary,
-      description: op.scope ? `Requires the \`${op.scope}\` scope.` : 'No scope required.',
+      summary,
+      description:
+        description ?? (op.scope ? `Requires the \`${op.scope}\` scope.` : 'No scope required.'),
+      ...(tags ? { tags } : {}),
+      ...(security ? { security } : {}),
       parameters,
       ...(op.schema.body
         ? { requestBody: { content: { 'application/json': { schema: clean(op.schema.body) } } } }
@@ -81,7 +105,9 @@ function build(operations: Operation[], version: string) {
   }
   return {
     openapi: '3.1.0',
-    info: { title: 'Tessera token API', version },
+    info: { title: 'Tessera token API', version: info.version },
+    ...(info.tags ? { tags: info.tags } : {}),
     paths,
+    ...(info.securitySchemes ? { components: { securitySchemes: info.securitySchemes } } : {}),
   }
 }

@@ -30,6 +30,8 @@ export class RedisRateLimiter implements RateLimiter {
   private readonly redis: Counting
   private readonly local: MemoryRateLimiter
   private degraded = false
+  /** Connection errors and failed commands, for /metrics. */
+  errors = 0
   private batches = new Map<string, Waiting[]>()
 
   constructor(
@@ -48,7 +50,10 @@ export class RedisRateLimiter implements RateLimiter {
       retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
     }) as Counting
     this.redis.defineCommand('tesseraHit', { numberOfKeys: 1, lua: incrementScript })
-    this.redis.on('error', (err) => this.degrade(err))
+    this.redis.on('error', (err) => {
+      this.errors++
+      this.degrade(err)
+    })
     this.redis.on('ready', () => {
       if (this.degraded) this.log.warn('Redis is reachable again: rate limits are shared once more')
       this.degraded = false
@@ -86,11 +91,17 @@ export class RedisRateLimiter implements RateLimiter {
           }
         },
         (err) => {
+          this.errors++
           this.degrade(err)
           for (const w of waiting) w.resolve(this.local.hit(w.key, w.nowMs))
         },
       )
     }
+  }
+
+  /** Counting in Redis (shared by every instance), rather than in process. */
+  get shared(): boolean {
+    return !this.degraded && this.redis.status === 'ready'
   }
 
   private degrade(err?: unknown) {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { parse as parseYaml } from 'yaml'
-import { ConfigError } from '../config.js'
+import { ConfigError, systemReason } from '../config.js'
 
 export interface Scope {
   id: string
@@ -55,14 +55,16 @@ export class ScopeCatalog {
     let text: string
     try {
       text = readFileSync(file, 'utf8')
-    } catch {
-      throw new ConfigError(`SCOPES_FILE cannot be read: ${file}`)
+    } catch (err) {
+      throw new ConfigError(`SCOPES_FILE cannot be read: ${file}: ${systemReason(err)}`)
     }
     let doc: unknown
     try {
       doc = file.endsWith('.json') ? JSON.parse(text) : parseYaml(text)
     } catch (err) {
-      throw new ConfigError(`${file} is not valid YAML or JSON: ${(err as Error).message}`)
+      // The parser's message goes on with an excerpt of the file: its first line says it.
+      const why = (err as Error).message.split('\n')[0]
+      throw new ConfigError(`SCOPES_FILE ${file} is not valid YAML or JSON: ${why}`)
     }
     return new ScopeCatalog(doc, file)
   }

@@ -72,6 +72,9 @@ export class TokenCache {
   private readonly strings: BoundedMap<string>
   private enabled: boolean
   generation = 0
+  /** Lookups answered from the cache, and those that go to the database (off counts as a miss). */
+  hits = 0
+  misses = 0
 
   constructor(options: { maxRecords?: number; enabled?: boolean } = {}) {
     this.records = new BoundedMap(options.maxRecords ?? 50_000)
@@ -79,8 +82,15 @@ export class TokenCache {
     this.enabled = options.enabled ?? true
   }
 
+  get size() {
+    return this.records.size
+  }
+
   get(id: string): TokenRecord | undefined {
-    return this.enabled ? this.records.get(id) : undefined
+    const record = this.enabled ? this.records.get(id) : undefined
+    if (record === undefined) this.misses++
+    else this.hits++
+    return record
   }
 
   /** Caches a record read when `generation` was `readAt`, unless something changed since. */

@@ -28,6 +28,15 @@ export type ParsedToken =
 const signatureBytes = 16
 const base64url = /^[A-Za-z0-9_-]+$/
 const signatureLength = 22
+/** 9999-12-31T23:59:59Z: the last second an ISO 8601 timestamp of four-digit years can say. */
+const lastEpochSecond = 253_402_300_799
+
+/**
+ * A time a `tk` can carry: one that the answers (ISO timestamps) can say. Any other number,
+ * however a forger writes it (1e300, -1, NaN from a parser), makes the string malformed.
+ */
+const isEpochSeconds = (value: unknown): value is number =>
+  typeof value === 'number' && value >= 0 && value <= lastEpochSecond
 
 export function sign(signed: string, secret: Buffer): string {
   return createHmac('sha256', secret)
@@ -64,8 +73,7 @@ export function parseToken(token: string): ParsedToken | undefined {
   if (typeof p.u !== 'string') return undefined
   const signed = `${usage}.${encoded}`
   if (usage !== 'tk') return { usage, payload: { u: p.u, a: p.a }, signed, signature }
-  if (typeof p.exp !== 'number' || typeof p.iat !== 'number') return undefined
-  if (!Number.isFinite(p.exp) || !Number.isFinite(p.iat)) return undefined
+  if (!isEpochSeconds(p.exp) || !isEpochSeconds(p.iat)) return undefined
   const scopes = Array.isArray(p.scopes) ? p.scopes.filter((s) => typeof s === 'string') : []
   return {
     usage,

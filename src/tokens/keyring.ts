@@ -1,10 +1,13 @@
 import { randomBytes } from 'node:crypto'
 import {
-  chmodSync,
+  closeSync,
   existsSync,
+  fsyncSync,
   mkdirSync,
+  openSync,
   readFileSync,
   renameSync,
+  type Stats,
   statSync,
   writeFileSync,
 } from 'node:fs'
@@ -54,6 +57,18 @@ export const formatSigningKeys = (keys: SigningKey[]) =>
   keys.map((k) => `${k.id}:${k.secret.toString('base64')}`).join(',')
 
 /**
+ * A key file other users may open is refused, as ssh refuses such a private key: whoever reads
+ * it can sign tokens, and whoever writes it can make their own key trusted.
+ */
+function checkPrivate(file: string, stat: Stats) {
+  const mode = stat.mode & 0o777
+  if ((mode & 0o077) === 0) return
+  const how = mode & 0o044 ? 'readable' : mode & 0o022 ? 'writable' : 'accessible'
+  const octal = mode.toString(8).padStart(4, '0')
+  throw new ConfigError(`${file} is ${how} by other users (mode ${octal}); run chmod 600 ${file}`)
+}
+
+/**
  * Signing keys never go into the database. They come from SIGNING_KEYS, or from a 0600 file in
  * DATA_DIR that the first start creates. The file is re-read (at most once a second) when a
  * key id is unknown, so that a key added by `tessera keys rotate` reaches a running server.
@@ -82,7 +97,7 @@ export class Keyring {
   static fromDataDir(dataDir: string): Keyring {
     const file = path.join(dataDir, keyFileName)
     if (!existsSync(file)) {
-      mkdirSync(dataDir, { recursive: true })
+      mkdirSync(dataDir, { recursive: true, mode: 0o700 })
       writeKeyFile(file, [newSigningKey()])
     }
     const ring = new Keyring([], file)
@@ -115,10 +130,12 @@ export class Keyring {
     this.checkedAt = now
     try {
       if (statSync(this.file).mtimeMs === this.fileMtimeMs) return false
+      this.reload()
     } catch {
+      // A file that cannot be used now (unreadable, or open to other users) leaves the ring as
+      // it is, rather than failing requests; start-up, which reads it first, says why.
       return false
     }
-    this.reload()
     return true
   }
 
@@ -137,6 +154,7 @@ export class Keyring {
   private reload() {
     if (this.file === undefined) return
     const stat = statSync(this.file)
+    checkPrivate(this.file, stat)
     const raw = JSON.parse(readFileSync(this.file, 'utf8')) as {
       keys: { id: string; secret: string }[]
     }
@@ -155,8 +173,15 @@ function writeKeyFile(file: string, keys: SigningKey[]) {
     null,
     2,
   )
-  const tmp = `${file}.${process.pid}.tmp`
-  writeFileSync(tmp, `${body}\n`, { mode: 0o600 })
-  chmodSync(tmp, 0o600)
+  // A new file ('wx'), so that it has this mode from its first byte on.
+  const tmp = `${file}.${randomBytes(6).toString('hex')}.tmp`
+  const fd = openSync(tmp, 'wx', 0o600)
+  try {
+    writeFileSync(fd, `${body}\n`)
+    // Tokens are signed with the new key as soon as it is read: it must survive a crash.
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
   renameSync(tmp, file)
 }

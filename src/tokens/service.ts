@@ -1,3 +1,6 @@
+import { AccountDirectory } from '../accounts/directory.js'
+import { type Actor, type AuditEvent, auditEvent } from '../audit/events.js'
+import { auditRepo } from '../db/audit.js'
 import { Batcher } from '../db/batcher.js'
 import { localChanges, type TokenChanges } from '../db/changes.js'
 import type { Db } from '../db/database.js'
@@ -13,6 +16,7 @@ import { newTokenId, tokenIdPattern } from './ids.js'
 import type { Keyring } from './keyring.js'
 import type { Principal } from './principal.js'
 import { checkScopes, isoTime, normalizeAllowedUrls, parseTimestamp } from './rules.js'
+import type { UsageCounter } from './usage.js'
 import { TokenValidator, type Validation } from './validator.js'
 
 /** The fields a client sets on create and update. */
@@ -52,6 +56,10 @@ export interface TokenServiceDeps {
   cache?: TokenCache
   changes?: TokenChanges
   now?: () => number
+  /** Accounts as validation sees them (gone, disabled); one is made when not given. */
+  directory?: AccountDirectory
+  /** Counts validations per token (last used, hourly usage). */
+  usage?: UsageCounter
 }
 
 /** The rules of the contract for tokens. Sees no request: plain inputs, explicit dependencies. */
@@ -62,10 +70,23 @@ export class TokenService {
   private readonly cache: TokenCache
   private readonly changes: TokenChanges
   private readonly validator: TokenValidator
-  private readonly inserts = new Batcher<TokenRecord>((records) =>
-    tokensRepo.insertMany(this.db, records),
+  /** Group commit of new tokens, each with its audit event, in one transaction. */
+  private readonly inserts = new Batcher<{ record: TokenRecord; event: AuditEvent }>((items) =>
+    this.db.transaction().execute(async (trx) => {
+      await tokensRepo.insertMany(
+        trx,
+        items.map((i) => i.record),
+      )
+      await auditRepo.insert(
+        trx,
+        items.map((i) => i.event),
+      )
+    }),
   )
+  /** Temporary tokens are not stored: only their audit events, written in groups as well. */
+  private readonly issued = new Batcher<AuditEvent>((events) => auditRepo.insert(this.db, events))
   readonly now: () => number
+  readonly directory: AccountDirectory
 
   constructor(deps: TokenServiceDeps) {
     this.db = deps.db
@@ -74,16 +95,49 @@ export class TokenService {
     this.cache = deps.cache ?? new TokenCache({ enabled: false })
     this.changes = deps.changes ?? localChanges
     this.now = deps.now ?? Date.now
-    this.validator = new TokenValidator(this.db, this.keyring, this.cache, this.now)
+    this.directory = deps.directory ?? new AccountDirectory(this.db)
+    this.validator = new TokenValidator(
+      this.db,
+      this.keyring,
+      this.cache,
+      this.now,
+      this.directory,
+      deps.usage,
+    )
   }
 
-  /** Writes a change and tells every instance, atomically; drops the local entry at once. */
-  private async change(id: string, write: (db: Db) => Promise<unknown>) {
+  /**
+   * Writes a change with its audit event and tells every instance, atomically; drops the local
+   * entry at once.
+   */
+  private async change(id: string, event: AuditEvent, write: (db: Db) => Promise<unknown>) {
     await this.db.transaction().execute(async (trx) => {
       await write(trx)
+      await auditRepo.insert(trx, event)
       await this.changes.notify(trx, id)
     })
     this.cache.invalidate(id)
+  }
+
+  /** Tells every instance that these tokens changed, within a caller's transaction. */
+  async notifyChanged(trx: Db, ids: string[]): Promise<void> {
+    for (const id of ids) await this.changes.notify(trx, id)
+  }
+
+  /** Drops tokens from this instance's cache after a caller's transaction committed. */
+  forget(ids: string[]): void {
+    for (const id of ids) this.cache.invalidate(id)
+  }
+
+  private event(
+    action: AuditEvent['action'],
+    actor: Actor,
+    account: AccountRecord,
+    id: string | undefined,
+    details?: Record<string, unknown>,
+  ): AuditEvent {
+    const target = id === undefined ? { type: 'token' as const } : { type: 'token' as const, id }
+    return auditEvent(this.now(), action, actor, target, account.username, details)
   }
 
   /** Parses, verifies and looks up a token string: see TokenValidator. */
@@ -133,11 +187,16 @@ export class TokenService {
     account: AccountRecord,
     principal: Principal,
     input: TokenFields,
+    actor: Actor,
   ): Promise<TokenView> {
     const allowedUrls = normalizeAllowedUrls(input.allowedUrls)
     const scopes = this.checkScopes(account, principal, input.scopes ?? [])
     const record = this.newRecord(account, { note: input.note ?? '', scopes, allowedUrls })
-    await this.inserts.add(record)
+    const event = this.event('token.created', actor, account, record.id, {
+      usage: record.usage,
+      scopes,
+    })
+    await this.inserts.add({ record, event })
     return this.view(record)
   }
 
@@ -145,6 +204,7 @@ export class TokenService {
     account: AccountRecord,
     principal: Principal,
     input: TemporaryInput,
+    actor: Actor,
   ): Promise<TemporaryResult> {
     if (input.allowedUrls !== undefined) {
       fail('invalidResources', 'temporary tokens cannot have allowedUrls')
@@ -160,6 +220,13 @@ export class TokenService {
     const scopes = this.checkScopes(account, principal, input.scopes ?? [])
     const iat = Math.floor(now / 1000)
     const payload = { u: account.username, exp, iat, scopes, client: 'api' as const }
+    // Its string is never recorded: what it may do and until when.
+    await this.issued.add(
+      this.event('token.temporary_issued', actor, account, undefined, {
+        scopes,
+        expires: isoTime(exp * 1000),
+      }),
+    )
     return {
       token: encodeToken('tk', payload, this.keyring.current.secret),
       issued_at: isoTime(iat * 1000),
@@ -173,6 +240,7 @@ export class TokenService {
     principal: Principal,
     id: string,
     input: TokenFields,
+    actor: Actor,
   ): Promise<TokenView> {
     if (input.note === undefined && input.scopes === undefined && input.allowedUrls === undefined) {
       fail('invalidResources', 'name at least one of note, scopes and allowedUrls')
@@ -192,15 +260,25 @@ export class TokenService {
     if (input.note !== undefined) record.note = input.note
     if (input.allowedUrls !== undefined) record.allowedUrls = allowedUrls
     record.modified = isoTime(this.now())
-    await this.change(id, (db) => tokensRepo.update(db, record))
+    const changed = (['note', 'scopes', 'allowedUrls'] as const).filter(
+      (k) => input[k] !== undefined,
+    )
+    const event = this.event('token.updated', actor, account, id, { fields: changed })
+    await this.change(id, event, (db) => tokensRepo.update(db, record))
     return this.view(record)
   }
 
-  async remove(account: AccountRecord, id: string): Promise<void> {
+  async remove(account: AccountRecord, id: string, actor: Actor): Promise<void> {
     const record = await this.find(account, id)
     if (record.isDefault) fail('defaultTokenUndeletable')
-    // Deleted by someone else in between: the outcome the caller asked for holds.
-    await this.change(id, (db) => tokensRepo.delete(db, account.username, id))
+    const event = this.event('token.deleted', actor, account, id, { usage: record.usage })
+    // Deleted by someone else in between: the outcome the caller asked for holds, and only the
+    // deletion that removed the row is recorded.
+    await this.db.transaction().execute(async (trx) => {
+      if (await tokensRepo.delete(trx, account.username, id)) await auditRepo.insert(trx, event)
+      await this.changes.notify(trx, id)
+    })
+    this.cache.invalidate(id)
   }
 
   /**

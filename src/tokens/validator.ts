@@ -1,10 +1,12 @@
+import type { AccountDirectory } from '../accounts/directory.js'
 import type { Db } from '../db/database.js'
-import { type TokenRecord, tokensRepo } from '../db/repositories.js'
+import { type AccountRecord, type TokenRecord, tokensRepo } from '../db/repositories.js'
 import { BoundedMap, type TokenCache } from './cache.js'
 import { type ParsedToken, parseToken, signatureMatches } from './codec.js'
 import { tokenIdPattern } from './ids.js'
 import type { Keyring } from './keyring.js'
 import type { Principal } from './principal.js'
+import type { UsageCounter } from './usage.js'
 
 export type ValidationCode =
   | 'TokenValid'
@@ -33,6 +35,8 @@ export class TokenValidator {
     private readonly keyring: Keyring,
     private readonly cache: TokenCache,
     private readonly now: () => number,
+    private readonly accounts: AccountDirectory,
+    private readonly usage?: UsageCounter,
   ) {}
 
   /** A token record from the database, kept in the cache unless it changed meanwhile. */
@@ -58,13 +62,11 @@ export class TokenValidator {
     }
     if (parsed.usage === 'tk') {
       if (parsed.payload.exp * 1000 <= this.now()) return { code: 'TokenExpired', parsed }
-      let principal = this.principals.get(parsed)
-      if (principal === undefined) {
-        const { u, scopes, exp } = parsed.payload
-        principal = { usage: 'tk', username: u, scopes: new Set(scopes), exp }
-        this.principals.set(parsed, principal)
-      }
-      return { code: 'TokenValid', parsed, principal }
+      const temporary = parsed
+      const account = this.accounts.find(parsed.payload.u)
+      return account instanceof Promise
+        ? account.then((a) => this.temporaryOf(temporary, a))
+        : this.temporaryOf(temporary, account)
     }
     const permanent = parsed
     const { a } = permanent.payload
@@ -74,8 +76,35 @@ export class TokenValidator {
     return this.load(a).then((record) => this.againstRecord(permanent, record))
   }
 
+  /**
+   * A validly signed tk: valid while its account exists, is enabled, and is the account that
+   * issued it (not a later one of the same name: issued before the account was created).
+   */
+  private temporaryOf(
+    parsed: Extract<ParsedToken, { usage: 'tk' }>,
+    account: AccountRecord | undefined,
+  ): Validation {
+    const { u, scopes, exp, iat } = parsed.payload
+    if (
+      account === undefined ||
+      account.disabled ||
+      iat < Math.floor(Date.parse(account.created) / 1000)
+    ) {
+      return { code: 'TokenRevoked', parsed }
+    }
+    let principal = this.principals.get(parsed)
+    if (principal === undefined) {
+      principal = { usage: 'tk', username: u, scopes: new Set(scopes), exp }
+      this.principals.set(parsed, principal)
+    }
+    return { code: 'TokenValid', parsed, principal }
+  }
+
   /** A validly signed pk/sk: valid while its record exists, for that user and usage. */
-  private againstRecord(parsed: ParsedToken, record: TokenRecord | undefined): Validation {
+  private againstRecord(
+    parsed: ParsedToken,
+    record: TokenRecord | undefined,
+  ): Validation | Promise<Validation> {
     if (
       record === undefined ||
       record.username !== parsed.payload.u ||
@@ -83,6 +112,22 @@ export class TokenValidator {
     ) {
       return { code: 'TokenRevoked', parsed }
     }
+    const account = this.accounts.find(record.username)
+    return account instanceof Promise
+      ? account.then((a) => this.ofAccount(parsed, record, a))
+      : this.ofAccount(parsed, record, account)
+  }
+
+  /** ... and while its account exists, is enabled, and is the one the token was made in. */
+  private ofAccount(
+    parsed: ParsedToken,
+    record: TokenRecord,
+    account: AccountRecord | undefined,
+  ): Validation {
+    if (account === undefined || account.disabled || record.created < account.created) {
+      return { code: 'TokenRevoked', parsed }
+    }
+    this.usage?.hit(record.id)
     return { code: 'TokenValid', parsed, principal: this.principalOf(record) }
   }
 

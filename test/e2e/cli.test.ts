@@ -100,6 +100,14 @@ describe('the tessera command', () => {
     expect(res.stdout).toBe('')
   })
 
+  it('creates accounts from several processes at once on one SQLite file', async () => {
+    const names = Array.from({ length: 8 }, (_, i) => `together-${i}`)
+    const results = await Promise.all(
+      names.map((name) => tessera(['account', 'create', name], { DATA_DIR })),
+    )
+    expect(results.map((r) => [r.code, r.stderr])).toEqual(names.map(() => [0, '']))
+  })
+
   it('migrates', async () => {
     expect(JSON.parse((await tessera(['migrate'], { DATA_DIR })).stdout)).toEqual({
       migrated: true,

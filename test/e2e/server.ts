@@ -13,6 +13,8 @@ export interface ServerProcess {
   certFile: string
   env: NodeJS.ProcessEnv
   output: () => string
+  /** Sends the server a signal (a crash test: SIGKILL); settles once it has exited. */
+  kill(signal: NodeJS.Signals): Promise<void>
   stop(): Promise<void>
 }
 
@@ -57,17 +59,21 @@ export async function startServer(extraEnv: Record<string, string> = {}): Promis
     })
   })
   const certFile = /TLS certificate: (\S+)/.exec(out)?.[1] ?? ''
+  // A process ended by a signal has a signalCode and no exitCode.
+  const end = (signal: NodeJS.Signals) =>
+    new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve()
+      child.once('exit', () => resolve())
+      child.kill(signal)
+    })
   return {
     url,
     certFile,
     env,
     output: () => out,
+    kill: (signal) => end(signal),
     async stop() {
-      await new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve()
-        child.once('exit', () => resolve())
-        child.kill('SIGTERM')
-      })
+      await end('SIGTERM')
       await storage?.drop()
     },
   }

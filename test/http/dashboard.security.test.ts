@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { redactUrl } from '../../src/app.js'
+import { cliActor } from '../../src/audit/events.js'
+import { redactUrl } from '../../src/http/redact.js'
 import { call, type Harness, harness } from '../helpers.js'
 import { alertOf, DashboardClient, titleOf } from './dashboard-client.js'
 
@@ -12,7 +13,7 @@ describe('dashboard security (DASHBOARD.md section 5)', () => {
 
   beforeEach(async () => {
     h = await harness()
-    link = await h.ctx.holders.invite('alice')
+    link = await h.ctx.holders.invite('alice', cliActor)
     const first = new DashboardClient(h.app)
     expect(
       (await first.post(`/account/setup/${link}`, { password, confirm: password })).status,
@@ -226,8 +227,8 @@ describe('dashboard security (DASHBOARD.md section 5)', () => {
     )
     expect((await b.get('/account/setup/never-issued')).status).toBe(404)
 
-    const older = await h.ctx.holders.invite('alice')
-    const newer = await h.ctx.holders.invite('alice')
+    const older = await h.ctx.holders.invite('alice', cliActor)
+    const newer = await h.ctx.holders.invite('alice', cliActor)
     expect((await b.get(`/account/setup/${older}`)).status).toBe(410)
     expect(titleOf((await b.get(`/account/setup/${newer}`)).body)).toBe('Set your password')
     const short = await b.post(`/account/setup/${newer}`, { password: 'short', confirm: 'short' })

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { cliActor } from '../../src/audit/events.js'
 import { call, type Harness, harness } from '../helpers.js'
 import { alertOf, DashboardClient, titleOf } from './dashboard-client.js'
 
@@ -11,7 +12,7 @@ describe('dashboard pages, acting as the account holder through the token servic
   beforeEach(async () => {
     h = await harness()
     browser = new DashboardClient(h.app)
-    const link = await h.ctx.holders.invite('alice')
+    const link = await h.ctx.holders.invite('alice', cliActor)
     const done = await browser.post(`/account/setup/${link}`, { password, confirm: password })
     expect(done).toMatchObject({ status: 303, location: '/account' })
     await browser.get('/account') // as a browser follows the redirect: the page has the CSRF token
@@ -203,7 +204,7 @@ describe('dashboard pages, acting as the account holder through the token servic
     const limited = await harness({ RATE_LIMIT_PER_MINUTE: '2' })
     try {
       const b = new DashboardClient(limited.app)
-      const link = await limited.ctx.holders.invite('alice')
+      const link = await limited.ctx.holders.invite('alice', cliActor)
       await b.post(`/account/setup/${link}`, { password, confirm: password })
       for (let i = 0; i < 5; i++) expect((await b.get('/account')).status).toBe(200)
       const api = await limited.app.inject({

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type ErrorKind, errorTable } from '../../src/errors.js'
 import { all, call, type Harness, harness } from '../helpers.js'
+import { admin, adminEnv } from './admin-client.js'
 
 let h: Harness
 let sk: string
@@ -9,7 +10,7 @@ let scopeless: { id: string }
 let defaultId: string
 
 beforeAll(async () => {
-  h = await harness()
+  h = await harness(adminEnv)
   sk = (await h.token('alice', [...all, 'styles:read', 'styles:write'])).token
   pk = await h.token('alice', ['styles:read'])
   scopeless = await h.token('alice', [])
@@ -193,6 +194,12 @@ const cases: Partial<Record<ErrorKind, Case[]>> = {
   ],
   defaultTokenUndeletable: [
     ['delete the default token', () => call(h.app, 'DELETE', `/tokens/v2/alice/${defaultId}`, sk)],
+  ],
+  accountExists: [
+    [
+      'admin API: create a taken name',
+      () => admin(h.app, 'POST', '/accounts', { username: 'bob' }),
+    ],
   ],
 }
 

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { cliActor } from '../../src/audit/events.js'
 import { all, call, type Harness, harness, T0 } from '../helpers.js'
 
 let h: Harness
@@ -92,7 +93,7 @@ describe('list tokens', () => {
   })
 
   it('keeps a cursor valid when the token it points after is deleted', async () => {
-    await h.ctx.accounts.create('dave')
+    await h.ctx.accounts.create('dave', undefined, [], cliActor)
     h.clock.now = T0 + 1000
     const writer = await h.token('dave', all)
     const made = []

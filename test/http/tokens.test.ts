@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { cliActor } from '../../src/audit/events.js'
 import { all, call, type Harness, harness, T0 } from '../helpers.js'
 
 let h: Harness
@@ -336,7 +337,7 @@ describe('list scopes', () => {
   })
 
   it('adds the scopes of the plan and features', async () => {
-    const carol = await h.ctx.accounts.create('carol', 'pro', ['navigation'])
+    const carol = await h.ctx.accounts.create('carol', 'pro', ['navigation'], cliActor)
     expect(carol.defaultToken.scopes).toContain('navigation:read')
     const token = await h.token('carol', ['scopes:list', 'user:write'])
     const ids = (await call(h.app, 'GET', '/scopes/v1/carol', token.token)).body.map(

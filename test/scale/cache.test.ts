@@ -1,5 +1,6 @@
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { cliActor } from '../../src/audit/events.js'
 import { toConfig } from '../../src/config.js'
 import { type AppContext, createContext } from '../../src/context.js'
 import type { AccountRecord } from '../../src/db/repositories.js'
@@ -31,7 +32,7 @@ beforeAll(async () => {
   const config = toConfig({ ...fleet.env, REDIS_URL: undefined, DATA_DIR: '/tmp' } as never)
   a = await createContext(config)
   b = await createContext(config)
-  account = (await a.accounts.create('cached')) as AccountRecord
+  account = (await a.accounts.create('cached', undefined, [], cliActor)) as AccountRecord
   await feedLive()
 })
 afterAll(async () => {
@@ -42,12 +43,17 @@ afterAll(async () => {
 
 describe('cached token records on two instances', () => {
   it('drop a deleted token on the other instance within one second', async () => {
-    const t = await a.tokens.create(account, a.accounts.holder(account), {
-      scopes: ['styles:read'],
-    })
+    const t = await a.tokens.create(
+      account,
+      a.accounts.holder(account),
+      {
+        scopes: ['styles:read'],
+      },
+      cliActor,
+    )
     expect((await b.tokens.validate(t.token as string)).code).toBe('TokenValid')
     expect((await b.tokens.validate(t.token as string)).code).toBe('TokenValid')
-    await a.tokens.remove(account, t.id)
+    await a.tokens.remove(account, t.id, cliActor)
     const ms = await until(
       async () => (await b.tokens.validate(t.token as string)).code === 'TokenRevoked',
     )
@@ -55,29 +61,45 @@ describe('cached token records on two instances', () => {
   })
 
   it('see an update of scopes on the other instance within one second', async () => {
-    const t = await a.tokens.create(account, a.accounts.holder(account), {
-      scopes: ['tokens:read'],
-    })
+    const t = await a.tokens.create(
+      account,
+      a.accounts.holder(account),
+      {
+        scopes: ['tokens:read'],
+      },
+      cliActor,
+    )
     const scopesOn = async (ctx: AppContext) => {
       const v = await ctx.tokens.validate(t.token as string)
       return v.code === 'TokenValid' ? [...v.principal.scopes] : []
     }
     expect(await scopesOn(b)).toEqual(['tokens:read'])
-    await a.tokens.update(account, a.accounts.holder(account), t.id, { scopes: ['scopes:list'] })
+    await a.tokens.update(
+      account,
+      a.accounts.holder(account),
+      t.id,
+      { scopes: ['scopes:list'] },
+      cliActor,
+    )
     const ms = await until(async () => (await scopesOn(b)).join() === 'scopes:list')
     expect(ms).toBeLessThan(1000)
   })
 
   it('empty the cache when the change feed is lost, and fill it again once it is back', async () => {
-    const t = await a.tokens.create(account, a.accounts.holder(account), {
-      scopes: ['styles:read'],
-    })
+    const t = await a.tokens.create(
+      account,
+      a.accounts.holder(account),
+      {
+        scopes: ['styles:read'],
+      },
+      cliActor,
+    )
     expect((await b.tokens.validate(t.token as string)).code).toBe('TokenValid')
     // Cut every change-feed connection of this run: notifications sent now would be lost.
     await sql`select pg_terminate_backend(pid) from pg_stat_activity
       where application_name = ${`tessera-changes:${fleet.schema}`}`.execute(a.db)
     await until(async () => !(await isLive()))
-    await a.tokens.remove(account, t.id)
+    await a.tokens.remove(account, t.id, cliActor)
     // b cannot have heard of the delete; it must not answer from a stale cache.
     expect((await b.tokens.validate(t.token as string)).code).toBe('TokenRevoked')
     await feedLive()

@@ -23,10 +23,11 @@ export function accountPages(app: FastifyInstance, { ctx }: DashboardDeps) {
   })
 
   app.post('/settings/password', async (request, reply) => {
-    const { account, session, signedIn } = holderOf(request)
+    const { account, session, signedIn, actor } = holderOf(request)
     const f = form(request)
     try {
-      await ctx.holders.changePassword(session, f.get('current') ?? '', f.get('password') ?? '')
+      const [current, next] = [f.get('current') ?? '', f.get('password') ?? '']
+      await ctx.holders.changePassword(session, current, next, actor)
       return redirect(reply, '/account/settings?done=password')
     } catch (err) {
       if (!(err instanceof HolderError)) throw err

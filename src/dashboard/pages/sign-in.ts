@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { HolderError } from '../../accounts/holders.js'
 import { AccountError } from '../../accounts/service.js'
+import { actorOf, sessionActor } from '../../http/actor.js'
 import type { DashboardDeps } from '../deps.js'
 import { form, holderOf, redirect, sendPage } from '../reply.js'
 import { clearSessionCookie, safeNext, sessionId, setSessionCookie } from '../session.js'
@@ -57,7 +58,8 @@ export function signInPages(app: FastifyInstance, { ctx, throttle }: DashboardDe
         429,
       )
     }
-    const account = await holders.checkPassword(username, f.get('password') ?? '')
+    const anonymous = actorOf(request, { type: 'anonymous' })
+    const account = await holders.signIn(username, f.get('password') ?? '', anonymous)
     if (account === undefined) {
       await throttle.fail(keys)
       const error = { message: 'Wrong username or password' }
@@ -68,13 +70,15 @@ export function signInPages(app: FastifyInstance, { ctx, throttle }: DashboardDe
   })
 
   app.post('/sign-out', async (request, reply) => {
-    await holders.endSession(holderOf(request).session)
+    const { session } = holderOf(request)
+    await holders.endSession(session, sessionActor(request, session.key))
     clearSessionCookie(reply)
     return redirect(reply, '/account/sign-in')
   })
 
   app.post('/sign-out-everywhere', async (request, reply) => {
-    await holders.endAllSessions(holderOf(request).account.username)
+    const { session, account } = holderOf(request)
+    await holders.endAllSessions(account.username, sessionActor(request, session.key))
     clearSessionCookie(reply)
     return redirect(reply, '/account/sign-in')
   })
@@ -107,6 +111,7 @@ export function signInPages(app: FastifyInstance, { ctx, throttle }: DashboardDe
         link,
         f.get('password') ?? '',
         f.get('confirm') ?? '',
+        actorOf(request, { type: 'anonymous' }),
       )
       return begin(request, reply, username, '/account')
     } catch (err) {
@@ -129,7 +134,8 @@ export function signInPages(app: FastifyInstance, { ctx, throttle }: DashboardDe
     const f = form(request)
     const username = (f.get('username') ?? '').trim()
     try {
-      const account = await holders.signUp(username, f.get('password') ?? '')
+      const anonymous = actorOf(request, { type: 'anonymous' })
+      const account = await holders.signUp(username, f.get('password') ?? '', anonymous)
       return begin(request, reply, account.username, '/account')
     } catch (err) {
       if (!(err instanceof HolderError) && !(err instanceof AccountError)) throw err

@@ -35,15 +35,20 @@ export function temporaryPages(app: FastifyInstance, { ctx }: DashboardDeps) {
   })
 
   app.post('/temporary', async (request, reply) => {
-    const { account, signedIn } = holderOf(request)
+    const { account, signedIn, actor } = holderOf(request)
     const f = form(request)
     const values = { scopes: new Set(f.getAll('scopes')), minutes: f.get('minutes') ?? '' }
     try {
       const expires = expiresAt(values.minutes, tokens.now())
-      const result = await tokens.createTemporary(account, accounts.holder(account), {
-        expires,
-        scopes: [...values.scopes],
-      })
+      const result = await tokens.createTemporary(
+        account,
+        accounts.holder(account),
+        {
+          expires,
+          scopes: [...values.scopes],
+        },
+        actor,
+      )
       const view = revealView({
         signedIn,
         token: result.token,

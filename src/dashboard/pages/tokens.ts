@@ -1,7 +1,17 @@
 import type { FastifyInstance } from 'fastify'
+import type { AccountRecord } from '../../db/repositories.js'
 import type { DashboardDeps } from '../deps.js'
 import { form, formError, holderOf, redirect, sendPage } from '../reply.js'
-import { deleteView, newTokenView, revealView, tokenPageView, tokensView } from '../views/tokens.js'
+import type { FormError } from '../views/forms.js'
+import type { SignedIn } from '../views/layout.js'
+import {
+  deleteView,
+  newTokenView,
+  revealView,
+  type TokenFormValues,
+  tokenPageView,
+  tokensView,
+} from '../views/tokens.js'
 import { readTokenForm, tokenFields } from './token-form.js'
 
 /** The tokens page, creating a token, a token's page and its deletion. */
@@ -20,7 +30,8 @@ export function tokenPages(app: FastifyInstance, { ctx }: DashboardDeps) {
       if (at > 0) page.tokens.unshift(...page.tokens.splice(at, 1))
     }
     const notice = q.done === 'deleted' ? 'Token deleted.' : undefined
-    return sendPage(reply, tokensView({ signedIn, ...page, notice }))
+    const lastUsed = await ctx.usage.lastUsed(page.tokens.map((t) => t.id))
+    return sendPage(reply, tokensView({ signedIn, ...page, lastUsed, now: tokens.now(), notice }))
   })
 
   app.get('/tokens/new', async (request, reply) => {
@@ -30,11 +41,11 @@ export function tokenPages(app: FastifyInstance, { ctx }: DashboardDeps) {
   })
 
   app.post('/tokens/new', async (request, reply) => {
-    const { account, signedIn } = holderOf(request)
+    const { account, signedIn, actor } = holderOf(request)
     const values = readTokenForm(form(request))
     try {
       const fields = tokenFields(values, 'create')
-      const token = await tokens.create(account, accounts.holder(account), fields)
+      const token = await tokens.create(account, accounts.holder(account), fields, actor)
       const view = revealView({
         signedIn,
         token: token.token ?? '',
@@ -52,33 +63,41 @@ export function tokenPages(app: FastifyInstance, { ctx }: DashboardDeps) {
     }
   })
 
-  app.get('/tokens/:id', async (request, reply) => {
-    const { account, signedIn } = holderOf(request)
-    const token = await tokens.get(account, (request.params as { id: string }).id)
-    const values = {
+  /** A token's page: its settings form and its usage of the last 30 days. */
+  const tokenPage = async (
+    account: AccountRecord,
+    view: { signedIn: SignedIn; values?: TokenFormValues; error?: FormError; notice?: string },
+    id: string,
+  ) => {
+    const token = await tokens.get(account, id)
+    const usage = await ctx.usage.activity(token.id)
+    const values = view.values ?? {
       note: token.note,
       scopes: new Set(token.scopes),
       allowedUrls: (token.allowedUrls ?? []).join('\n'),
     }
+    const scopes = scopesOf(account)
+    return tokenPageView({ ...view, values, token, scopes, usage, now: tokens.now() })
+  }
+
+  app.get('/tokens/:id', async (request, reply) => {
+    const { account, signedIn } = holderOf(request)
     const notice = (request.query as { saved?: string }).saved === '1' ? 'Changes saved' : undefined
-    return sendPage(
-      reply,
-      tokenPageView({ signedIn, token, scopes: scopesOf(account), values, notice }),
-    )
+    const { id } = request.params as { id: string }
+    return sendPage(reply, await tokenPage(account, { signedIn, notice }, id))
   })
 
   app.post('/tokens/:id', async (request, reply) => {
-    const { account, signedIn } = holderOf(request)
+    const { account, signedIn, actor } = holderOf(request)
     const { id } = request.params as { id: string }
     const values = readTokenForm(form(request))
     try {
-      await tokens.update(account, accounts.holder(account), id, tokenFields(values, 'update'))
+      const fields = tokenFields(values, 'update')
+      await tokens.update(account, accounts.holder(account), id, fields, actor)
       return redirect(reply, `/account/tokens/${id}?saved=1`)
     } catch (err) {
       const { status, ...error } = formError(err)
-      const token = await tokens.get(account, id)
-      const view = tokenPageView({ signedIn, token, scopes: scopesOf(account), values, error })
-      return sendPage(reply, view, status)
+      return sendPage(reply, await tokenPage(account, { signedIn, values, error }, id), status)
     }
   })
 
@@ -89,10 +108,10 @@ export function tokenPages(app: FastifyInstance, { ctx }: DashboardDeps) {
   })
 
   app.post('/tokens/:id/delete', async (request, reply) => {
-    const { account, signedIn } = holderOf(request)
+    const { account, signedIn, actor } = holderOf(request)
     const { id } = request.params as { id: string }
     try {
-      await tokens.remove(account, id)
+      await tokens.remove(account, id, actor)
       return redirect(reply, '/account?done=deleted')
     } catch (err) {
       const { status, ...error } = formError(err)

@@ -54,9 +54,9 @@ export function scopeChoices(scopes: readonly Scope[], checked: ReadonlySet<stri
   )}`
 }
 
-/** An ISO timestamp as people read it, machine-readable underneath. */
-export const time = (iso: string) =>
-  html`<time datetime="${iso}">${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC</time>`
+/** An ISO timestamp as people read it (to the minute, or the second), machine-readable underneath. */
+export const time = (iso: string, precision: 'minute' | 'second' = 'minute') =>
+  html`<time datetime="${iso}">${iso.slice(0, 10)} <span class="clock">${iso.slice(11, precision === 'second' ? 19 : 16)} UTC</span></time>`
 
 /** A token string with a button that copies it (the button needs the script). */
 export const copyable = (id: string, token: string) =>

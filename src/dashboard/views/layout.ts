@@ -6,8 +6,10 @@ export interface Frame {
   /** Signed in: the header shows the navigation and `Sign out`. */
   signedIn?: { username: string; csrf: string }
   /** The navigation entry of this page. */
-  section?: 'tokens' | 'scopes' | 'settings'
+  section?: 'tokens' | 'scopes' | 'activity' | 'settings'
 }
+
+export type SignedIn = NonNullable<Frame['signedIn']>
 
 const nav = (frame: Frame) => {
   const link = (href: string, text: string, section: Frame['section']) =>
@@ -16,7 +18,7 @@ const nav = (frame: Frame) => {
   if (user === undefined) return ''
   return html`<nav aria-label="Main">
       ${link('/account', 'Access tokens', 'tokens')} ${link('/account/scopes', 'Scopes', 'scopes')}
-      ${link('/account/settings', 'Settings', 'settings')}
+      ${link('/account/activity', 'Activity', 'activity')} ${link('/account/settings', 'Settings', 'settings')}
     </nav>
     <form method="post" action="/account/sign-out" class="sign-out" novalidate>
       <input type="hidden" name="_csrf" value="${user.csrf}">

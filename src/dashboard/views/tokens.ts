@@ -2,9 +2,8 @@ import type { Scope } from '../../scopes/catalog.js'
 import type { TokenView } from '../../tokens/document.js'
 import { alert, copyable, csrf, type FormError, notice, scopeChoices, time } from './forms.js'
 import { html } from './html.js'
-import { type Frame, layout } from './layout.js'
-
-type SignedIn = NonNullable<Frame['signedIn']>
+import { layout, type SignedIn } from './layout.js'
+import { lastUsedText, type Usage, usageChart } from './usage.js'
 
 export const tokenName = (token: TokenView) =>
   token.note !== '' ? token.note : token.default ? 'Default public token' : token.id
@@ -19,6 +18,10 @@ export function tokensView(v: {
   tokens: TokenView[]
   next?: string
   previous?: string
+  /** The last use of each token of the page that was ever used (ctx.usage.lastUsed). */
+  lastUsed: ReadonlyMap<string, string>
+  /** The service clock: what `unused for 90 days` is measured from. */
+  now: number
   notice?: string
 }) {
   const row = (t: TokenView, i: number) => html`<tr>
@@ -31,6 +34,7 @@ export function tokensView(v: {
   <td data-label="Allowed URLs">${list(t.allowedUrls ?? [], 'any URL')}</td>
   <td data-label="Created">${time(t.created)}</td>
   <td data-label="Modified">${time(t.modified)}</td>
+  <td data-label="Last used">${lastUsedText(v.lastUsed.get(t.id), t.created, v.now)}</td>
 </tr>`
   const pager =
     v.next === undefined && v.previous === undefined
@@ -47,7 +51,7 @@ export function tokensView(v: {
 <p class="visually-hidden" id="copy-status" role="status"></p>
 <table class="tokens">
 <caption class="visually-hidden">Your access tokens</caption>
-<thead><tr><th scope="col">Token</th><th scope="col">Usage</th><th scope="col">Scopes</th><th scope="col">Allowed URLs</th><th scope="col">Created</th><th scope="col">Modified</th></tr></thead>
+<thead><tr><th scope="col">Token</th><th scope="col">Usage</th><th scope="col">Scopes</th><th scope="col">Allowed URLs</th><th scope="col">Created</th><th scope="col">Modified</th><th scope="col">Last used</th></tr></thead>
 <tbody>
 ${v.tokens.map(row)}
 </tbody>
@@ -102,6 +106,9 @@ export function tokenPageView(v: {
   token: TokenView
   scopes: readonly Scope[]
   values: TokenFormValues
+  /** Validations of the last 30 days (ctx.usage.activity). */
+  usage: Usage
+  now: number
   error?: FormError
   notice?: string
 }) {
@@ -114,9 +121,14 @@ export function tokenPageView(v: {
   <dt>Usage</dt><dd>${t.usage === 'pk' ? 'public (pk)' : 'secret (sk)'}${t.default ? ', the default token' : ''}</dd>
   <dt>Created</dt><dd>${time(t.created)}</dd>
   <dt>Modified</dt><dd>${time(t.modified)}</dd>
+  <dt>Last used</dt><dd>${lastUsedText(v.usage.lastUsed, t.created, v.now)}</dd>
   <dt>Token</dt><dd>${t.token === undefined ? 'A secret token is shown only once, when it is created.' : copyable('token-string', t.token)}</dd>
 </dl>
 <p class="visually-hidden" id="copy-status" role="status"></p>
+<section aria-labelledby="usage-heading" class="card">
+  <h2 id="usage-heading">Validations</h2>
+  ${usageChart(v.usage, v.now)}
+</section>
 <form method="post" action="/account/tokens/${t.id}" class="card" novalidate>
   ${csrf(v.signedIn.csrf)}
   ${fields(v.scopes, v.values)}

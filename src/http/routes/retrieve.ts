@@ -53,6 +53,7 @@ export function retrieveRoute(app: FastifyInstance, ctx: AppContext) {
     // Not async: a cached or temporary token is answered without a promise.
     (request, reply) => {
       const answer = (validation?: Checked) => {
+        if (validation !== undefined) ctx.metrics.validated(validation)
         const key =
           validation?.code === 'TokenValid'
             ? `user:${validation.principal.username}`

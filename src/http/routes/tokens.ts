@@ -5,6 +5,7 @@ import type { AppContext } from '../../context.js'
 import type { AccountRecord } from '../../db/repositories.js'
 import { ApiError } from '../../errors.js'
 import type { Principal } from '../../tokens/principal.js'
+import { tokenActor } from '../actor.js'
 import {
   CreateBody,
   CreateResult,
@@ -88,9 +89,10 @@ export function tokenRoutes(app: FastifyInstance, ctx: AppContext) {
       const { principal, account } = caller(request)
       const body = request.body as Static<typeof CreateBody>
       if (body.expires !== undefined) {
-        return ctx.tokens.createTemporary(account, principal, { ...body, expires: body.expires })
+        const input = { ...body, expires: body.expires }
+        return ctx.tokens.createTemporary(account, principal, input, tokenActor(request))
       }
-      return ctx.tokens.create(account, principal, body)
+      return ctx.tokens.create(account, principal, body, tokenActor(request))
     },
   )
 
@@ -113,6 +115,7 @@ export function tokenRoutes(app: FastifyInstance, ctx: AppContext) {
         principal,
         token_id,
         request.body as Static<typeof UpdateBody>,
+        tokenActor(request),
       )
     },
   )
@@ -130,7 +133,7 @@ export function tokenRoutes(app: FastifyInstance, ctx: AppContext) {
     async (request, reply) => {
       const { account } = caller(request)
       const { token_id } = request.params as Static<typeof TokenIdParams>
-      await ctx.tokens.remove(account, token_id)
+      await ctx.tokens.remove(account, token_id, tokenActor(request))
       return reply.code(204).send()
     },
   )

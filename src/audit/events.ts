@@ -1,0 +1,116 @@
+import { randomBytes } from 'node:crypto'
+import { isoTime } from '../tokens/rules.js'
+
+/**
+ * Who made a change, and from where. Services take one with every change and write it into the
+ * audit log in the same transaction as the change: they never see the request itself.
+ */
+export interface Actor {
+  /** `token`: an API token; `session`: the dashboard; `cli`: a shell on the server;
+   * `admin`: an operator key; `anonymous`: nobody signed in yet (sign-in, setup, sign-up). */
+  type: 'token' | 'session' | 'cli' | 'admin' | 'anonymous'
+  /** The token id (pk/sk; a tk has none), the session's stored hash prefix, the admin key id. */
+  id?: string
+  /** The kind of token, for a `token` actor. */
+  usage?: 'pk' | 'sk' | 'tk'
+  /** The client address, for actors that come over HTTP. */
+  address?: string
+  /** The request id (also in the request log line). */
+  requestId?: string
+}
+
+export const cliActor: Actor = { type: 'cli' }
+
+export const auditActions = [
+  'token.created',
+  'token.temporary_issued',
+  'token.updated',
+  'token.deleted',
+  'account.created',
+  'account.changed',
+  'account.disabled',
+  'account.enabled',
+  'account.deleted',
+  'account.invited',
+  'password.set',
+  'password.changed',
+  'signin.succeeded',
+  'signin.failed',
+  'sessions.ended',
+  'signing_key.added',
+  'admin_key.created',
+  'admin_key.revoked',
+] as const
+export type AuditAction = (typeof auditActions)[number]
+
+export interface AuditTarget {
+  type: 'token' | 'account' | 'session' | 'signing_key' | 'admin_key'
+  id?: string
+}
+
+/** One event, as stored and as the admin API answers it. */
+export interface AuditEvent {
+  id: string
+  at: string
+  action: AuditAction
+  actor: { type: Actor['type']; id?: string; usage?: Actor['usage'] }
+  /** The account the event concerns, when it concerns one. */
+  account?: string
+  target: AuditTarget
+  address?: string
+  requestId?: string
+  details?: Record<string, unknown>
+}
+
+const base32 = 'abcdefghijklmnopqrstuvwxyz234567'
+let lastMs = 0
+let sequence = 0
+
+/**
+ * Time-ordered and unique: 13 hex digits of epoch ms, 4 of a sequence that keeps the events of
+ * one process in order within a millisecond (and if its clock steps back), 8 random base32
+ * characters that keep instances apart.
+ */
+export function newEventId(now: number): string {
+  let ms = Math.max(0, Math.floor(now))
+  if (ms <= lastMs) {
+    ms = lastMs
+    sequence++
+    if (sequence > 0xffff) {
+      ms = ++lastMs
+      sequence = 0
+    }
+  } else {
+    lastMs = ms
+    sequence = 0
+  }
+  const bytes = randomBytes(8)
+  let tail = ''
+  for (const b of bytes) tail += base32[b & 31]
+  return `${ms.toString(16).padStart(13, '0')}${sequence.toString(16).padStart(4, '0')}${tail}`
+}
+
+/** Builds the event a change records; `details` never holds a token string or a password. */
+export function auditEvent(
+  now: number,
+  action: AuditAction,
+  actor: Actor,
+  target: AuditTarget,
+  account?: string,
+  details?: Record<string, unknown>,
+): AuditEvent {
+  const event: AuditEvent = {
+    id: newEventId(now),
+    at: isoTime(now),
+    action,
+    actor: { type: actor.type },
+    target,
+  }
+  if (actor.id !== undefined) event.actor.id = actor.id
+  if (actor.usage !== undefined) event.actor.usage = actor.usage
+  if (account !== undefined) event.account = account
+  if (actor.address !== undefined) event.address = actor.address
+  if (actor.requestId !== undefined) event.requestId = actor.requestId
+  if (details !== undefined) event.details = details
+  return event
+}

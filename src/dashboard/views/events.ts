@@ -1,0 +1,119 @@
+import type { AuditAction, AuditEvent } from '../../audit/events.js'
+import type { TokenView } from '../../tokens/document.js'
+import { time } from './forms.js'
+import { type Html, html } from './html.js'
+
+/** An audit event in the words of the Activity page: what happened, by whom, to what. */
+
+const actions: Record<AuditAction, string> = {
+  'token.created': 'Token created',
+  'token.temporary_issued': 'Temporary token issued',
+  'token.updated': 'Token updated',
+  'token.deleted': 'Token deleted',
+  'account.created': 'Account created',
+  'account.changed': 'Plan or features changed',
+  'account.disabled': 'Account disabled',
+  'account.enabled': 'Account enabled',
+  'account.deleted': 'Account deleted',
+  'account.invited': 'Setup link issued',
+  'password.set': 'Password set',
+  'password.changed': 'Password changed',
+  'signin.succeeded': 'Signed in',
+  'signin.failed': 'Sign-in failed',
+  'sessions.ended': 'Signed out',
+  'signing_key.added': 'Signing key added',
+  'admin_key.created': 'Admin key created',
+  'admin_key.revoked': 'Admin key revoked',
+}
+
+export function whatHappened(e: AuditEvent): string {
+  if (e.action === 'sessions.ended' && e.details?.which === 'all') return 'Signed out everywhere'
+  return actions[e.action] ?? e.action
+}
+
+const strings = (value: unknown): string[] =>
+  Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : []
+
+const fieldNames: Record<string, string> = {
+  note: 'note',
+  scopes: 'scopes',
+  allowedUrls: 'allowed URLs',
+}
+
+const scopeList = (value: unknown) => {
+  const scopes = strings(value)
+  return scopes.length === 0 ? 'no scopes' : scopes.join(', ')
+}
+
+/** The particulars an event's details hold, in a line; none for most. */
+export function particulars(e: AuditEvent): Html | string {
+  const d = e.details ?? {}
+  switch (e.action) {
+    case 'token.created':
+      return `${typeof d.usage === 'string' ? `${d.usage} · ` : ''}${scopeList(d.scopes)}`
+    case 'token.temporary_issued':
+      return typeof d.expires === 'string'
+        ? html`${scopeList(d.scopes)} · until ${time(d.expires)}`
+        : scopeList(d.scopes)
+    case 'token.updated': {
+      const fields = strings(d.fields).map((f) => fieldNames[f] ?? f)
+      return fields.length === 0 ? '' : `Changed: ${fields.join(', ')}`
+    }
+    case 'account.created':
+    case 'account.changed': {
+      const features = strings(d.features)
+      return typeof d.plan === 'string'
+        ? `Plan ${d.plan}${features.length === 0 ? '' : ` · features ${features.join(', ')}`}`
+        : ''
+    }
+    default:
+      return ''
+  }
+}
+
+const shortId = (id: string) => (id.length > 9 ? `${id.slice(0, 8)}…` : id)
+
+/** Who did it: an API token, the dashboard, the command line, an operator, or nobody yet. */
+export function actorText(e: AuditEvent): Html {
+  const { type, id, usage } = e.actor
+  switch (type) {
+    case 'token':
+      // A no-break space: the kind stays beside the id.
+      if (id === undefined) return html`Temporary token${usage ? `\u00a0(${usage})` : ''}`
+      return html`API token <code>${shortId(id)}</code>${usage ? `\u00a0(${usage})` : ''}`
+    case 'session':
+      return html`Dashboard session`
+    case 'cli':
+      return html`Command line`
+    case 'admin':
+      return id === undefined ? html`Operator` : html`Operator (admin key ${id})`
+    default:
+      // Before any session: the sign-in page, a setup link or the sign-up page.
+      if (e.action === 'signin.succeeded' || e.action === 'signin.failed') return html`Sign-in page`
+      if (e.action === 'password.set') return html`Setup link`
+      if (e.action === 'account.created') return html`Sign-up page`
+      return html`Not signed in`
+  }
+}
+
+/**
+ * What it was done to: a token (a link to its page while it exists), the account, sessions.
+ * `tokens` holds the account's tokens the page's events name, as they are now.
+ */
+export function targetText(e: AuditEvent, tokens: ReadonlyMap<string, TokenView>): Html {
+  const { type, id } = e.target
+  if (type === 'token') {
+    if (id === undefined) return html`A temporary token`
+    const token = tokens.get(id)
+    if (token === undefined) {
+      return html`Token <code>${shortId(id)}</code> <span class="none">(deleted)</span>`
+    }
+    const name = token.note !== '' ? token.note : token.default ? 'Default public token' : id
+    return html`<a href="/account/tokens/${id}">${name}</a> <code class="id">${shortId(id)}</code>`
+  }
+  if (type === 'account') return html`Your account`
+  if (type === 'session') {
+    return e.details?.which === 'all' ? html`Every session` : html`A dashboard session`
+  }
+  return html`${type.replace('_', ' ')}${id === undefined ? '' : html` <code>${id}</code>`}`
+}

@@ -1,0 +1,94 @@
+import type { Kysely, Selectable } from 'kysely'
+import type { AuditAction, AuditEvent } from '../audit/events.js'
+import type { AuditEventsTable, Database } from './schema.js'
+
+type Executor = Kysely<Database>
+
+export interface AuditFilter {
+  /** One account's events; all when absent. */
+  username?: string
+  actions?: AuditAction[]
+  /** ISO times: `since` inclusive, `until` exclusive. */
+  since?: string
+  until?: string
+  /** Newest first: events strictly older than this event id. */
+  before?: string
+  limit: number
+}
+
+const clip = (text: string | undefined, max: number) =>
+  text === undefined ? null : text.slice(0, max)
+
+const toRow = (e: AuditEvent): AuditEventsTable => ({
+  id: e.id,
+  at: e.at,
+  action: e.action,
+  actor_type: e.actor.type,
+  actor_id: clip(e.actor.id, 64),
+  actor_usage: e.actor.usage ?? null,
+  username: clip(e.account, 64),
+  target_type: e.target.type,
+  target_id: clip(e.target.id, 64),
+  address: clip(e.address, 64),
+  request_id: clip(e.requestId, 64),
+  details: e.details === undefined ? null : JSON.stringify(e.details),
+})
+
+const toEvent = (row: Selectable<AuditEventsTable>): AuditEvent => {
+  const event: AuditEvent = {
+    id: row.id,
+    at: row.at,
+    action: row.action as AuditAction,
+    actor: { type: row.actor_type as AuditEvent['actor']['type'] },
+    target: { type: row.target_type as AuditEvent['target']['type'] },
+  }
+  if (row.actor_id !== null) event.actor.id = row.actor_id
+  if (row.actor_usage !== null) event.actor.usage = row.actor_usage as 'pk' | 'sk' | 'tk'
+  if (row.username !== null) event.account = row.username
+  if (row.target_id !== null) event.target.id = row.target_id
+  if (row.address !== null) event.address = row.address
+  if (row.request_id !== null) event.requestId = row.request_id
+  if (row.details !== null) event.details = JSON.parse(row.details)
+  return event
+}
+
+export const auditRepo = {
+  /** In the caller's transaction: the event commits or rolls back with its change. */
+  async insert(db: Executor, events: AuditEvent | AuditEvent[]): Promise<void> {
+    const rows = [events].flat().map(toRow)
+    if (rows.length === 0) return
+    await db.insertInto('audit_events').values(rows).execute()
+  },
+
+  /** Newest first. */
+  async list(db: Executor, f: AuditFilter): Promise<AuditEvent[]> {
+    let q = db.selectFrom('audit_events').selectAll()
+    if (f.username !== undefined) q = q.where('username', '=', f.username)
+    if (f.actions !== undefined && f.actions.length > 0) q = q.where('action', 'in', f.actions)
+    if (f.since !== undefined) q = q.where('at', '>=', f.since)
+    if (f.until !== undefined) q = q.where('at', '<', f.until)
+    if (f.before !== undefined) q = q.where('id', '<', f.before)
+    const rows = await q.orderBy('id', 'desc').limit(f.limit).execute()
+    return rows.map(toEvent)
+  },
+
+  /** When the account of this name was last deleted after `since` (ISO), if it was. */
+  async deletedSince(db: Executor, username: string, since: string): Promise<string | undefined> {
+    const row = await db
+      .selectFrom('audit_events')
+      .select('at')
+      .where('username', '=', username)
+      .where('action', '=', 'account.deleted')
+      .where('at', '>', since)
+      .orderBy('id', 'desc')
+      .limit(1)
+      .executeTakeFirst()
+    return row?.at
+  },
+
+  /** Removes events older than `before` (ISO); answers how many. */
+  async prune(db: Executor, before: string): Promise<number> {
+    const result = await db.deleteFrom('audit_events').where('at', '<', before).executeTakeFirst()
+    return Number(result.numDeletedRows)
+  },
+}

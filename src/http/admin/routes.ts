@@ -1,0 +1,59 @@
+import type { FastifyInstance } from 'fastify'
+import { AccountError } from '../../accounts/service.js'
+import type { AppContext } from '../../context.js'
+import { ApiError } from '../../errors.js'
+import { accountRoutes } from './accounts.js'
+import { auditRoutes } from './audit.js'
+import { adminTag, securitySchemes } from './schemas.js'
+import { accountTokenRoutes } from './tokens.js'
+
+/** What the OpenAPI document says of the admin API as a whole. */
+export const adminDocs = { tags: [adminTag], securitySchemes }
+
+const bearer = /^Bearer +(\S+) *$/i
+
+/** An account service refusal as the API's error: 404, 409 or 422, with the reason as details. */
+const accountFailure = (err: AccountError) =>
+  new ApiError(
+    err.kind === 'missing'
+      ? 'noSuchUser'
+      : err.kind === 'exists'
+        ? 'accountExists'
+        : 'invalidResources',
+    err.message,
+  )
+
+/**
+ * The admin API under /admin/v1, for the operator's own backend. Its own plugin: the operator
+ * key check, the account error mapping and the 404 of unknown paths stay here, off the token
+ * API's path. Only the Authorization header is read: an `access_token` is never a credential.
+ */
+export function adminRoutes(app: FastifyInstance, ctx: AppContext): void {
+  app.register(
+    async (admin) => {
+      admin.decorateRequest('adminKeyId', null)
+      admin.addHook('onRequest', (request, reply, done) => {
+        const presented = bearer.exec(request.headers.authorization ?? '')?.[1]
+        const id = presented === undefined ? undefined : ctx.adminKeys.verify(presented)
+        if (id === undefined) {
+          reply.header('www-authenticate', 'Bearer realm="admin"')
+          return done(new ApiError('unauthorized'))
+        }
+        request.adminKeyId = id
+        done()
+      })
+      // Thrown on to the app's error handler, which answers every ApiError.
+      admin.setErrorHandler((error) => {
+        throw error instanceof AccountError ? accountFailure(error) : error
+      })
+      // Unknown paths here answer 401 too without a key: nothing is told before it.
+      admin.setNotFoundHandler(() => {
+        throw new ApiError('notFound')
+      })
+      accountRoutes(admin, ctx)
+      accountTokenRoutes(admin, ctx)
+      auditRoutes(admin, ctx)
+    },
+    { prefix: '/admin/v1' },
+  )
+}

@@ -1,0 +1,74 @@
+import type { Static } from '@sinclair/typebox'
+import { Type } from '@sinclair/typebox'
+import type { FastifyInstance } from 'fastify'
+import type { AppContext } from '../../context.js'
+import { nextPage, pageSize, tags } from './common.js'
+import {
+  AdminToken,
+  adminErrors,
+  operatorKey,
+  PageQuery,
+  TokenParams,
+  TokenUsage,
+  UsernameParams,
+} from './schemas.js'
+
+/** An account's tokens with their last use, and one token's hourly use (not in /tokens/v2). */
+export function accountTokenRoutes(app: FastifyInstance, ctx: AppContext) {
+  app.get(
+    '/accounts/:username/tokens',
+    {
+      schema: {
+        summary: "List an account's tokens with their last use",
+        description:
+          'Oldest first, as token objects (an `sk` without its string) with `lastUsed`: the ' +
+          'minute of the last successful validation, written about once a minute, or null. ' +
+          '`start` comes from the `Link: <...>; rel="next"` header of the previous page. 404 ' +
+          '`No such user` when the account does not exist.',
+        tags,
+        security: operatorKey,
+        params: UsernameParams,
+        querystring: PageQuery,
+        response: { 200: Type.Array(AdminToken), ...adminErrors(404, 422) },
+      },
+    },
+    async (request, reply) => {
+      const { username } = request.params as Static<typeof UsernameParams>
+      const q = request.query as Static<typeof PageQuery>
+      const limit = pageSize(q.limit)
+      const account = await ctx.accounts.get(username)
+      const { tokens, next } = await ctx.tokens.browse(account, { start: q.start }, limit)
+      const used = await ctx.usage.lastUsed(tokens.map((t) => t.id))
+      if (next !== undefined) {
+        nextPage(app, ctx, reply, `/accounts/${account.username}/tokens`, {
+          limit: String(limit),
+          start: next,
+        })
+      }
+      return tokens.map((t) => ({ ...t, lastUsed: used.get(t.id) ?? null }))
+    },
+  )
+
+  app.get(
+    '/accounts/:username/tokens/:token_id/usage',
+    {
+      schema: {
+        summary: "A token's last use and validations per hour",
+        description:
+          'The last 30 days, as written about once a minute. 404 `No such user` when the ' +
+          'account does not exist, 404 `Not found` when it has no token with this id.',
+        tags,
+        security: operatorKey,
+        params: TokenParams,
+        response: { 200: TokenUsage, ...adminErrors(404) },
+      },
+    },
+    async (request) => {
+      const { username, token_id } = request.params as Static<typeof TokenParams>
+      const account = await ctx.accounts.get(username)
+      const token = await ctx.tokens.get(account, token_id)
+      const { lastUsed, hours } = await ctx.usage.activity(token.id)
+      return { lastUsed: lastUsed ?? null, hours }
+    },
+  )
+}

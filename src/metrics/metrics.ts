@@ -1,0 +1,149 @@
+import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client'
+import { groupCommits } from '../db/batcher.js'
+import type { RateLimiter } from '../ratelimit/limiter.js'
+import { RedisRateLimiter } from '../ratelimit/redis.js'
+import type { TokenCache } from '../tokens/cache.js'
+import type { Validation } from '../tokens/validator.js'
+import { PlainHistogram } from './histogram.js'
+import { RequestStats } from './requests.js'
+
+/** What the metrics read when scraped, from the context that owns it. */
+export interface MetricSources {
+  cache: TokenCache
+  rateLimiter: RateLimiter
+  feedLive(): boolean
+  ready(): boolean
+  /** Node's process metrics as well (they start timers and observers: only with a listener). */
+  processMetrics: boolean
+}
+
+type Stored = Exclude<Validation['code'], 'TokenMalformed'>
+
+/**
+ * Counters for Prometheus: plain numbers on the hot paths, turned into prom-client metrics only
+ * when scraped. One registry per context (tests build several apps in one process).
+ */
+export class Metrics {
+  readonly registry = new Registry()
+  /** Requests by route and status, and their durations: counted only when METRICS_PORT is set. */
+  readonly requests = new RequestStats()
+  private readonly validations: Record<Stored, { pk: number; sk: number; tk: number }> = {
+    TokenValid: { pk: 0, sk: 0, tk: 0 },
+    TokenInvalid: { pk: 0, sk: 0, tk: 0 },
+    TokenExpired: { pk: 0, sk: 0, tk: 0 },
+    TokenRevoked: { pk: 0, sk: 0, tk: 0 },
+  }
+  private malformed = 0
+  /** Rate-limit verdicts: within the limit, or past it (refused with 429, or already a 401). */
+  readonly rateLimit = { allowed: 0, limited: 0 }
+  /**
+   * By where they were seen: a request answered 503, a usage flush that failed. Failed group
+   * commits are counted by the Batcher, for the whole process.
+   */
+  readonly databaseErrors = { request: 0, usage: 0 }
+
+  constructor(sources: MetricSources) {
+    const registers = [this.registry]
+    const { cache, rateLimiter } = sources
+    if (sources.processMetrics) collectDefaultMetrics({ register: this.registry })
+    const counter = (name: string, help: string, labelNames: string[], read: () => Row[]) =>
+      new Counter({
+        name,
+        help,
+        labelNames,
+        registers,
+        collect() {
+          this.reset()
+          for (const [labels, value] of read()) this.inc(labels, value)
+        },
+      })
+    const gauge = (name: string, help: string, read: () => number) =>
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(read())
+        },
+      })
+
+    counter(
+      'tessera_http_requests_total',
+      'Requests by route and status',
+      ['method', 'route', 'status'],
+      () => [...this.requests.counts()],
+    )
+    new PlainHistogram(
+      {
+        name: 'tessera_http_request_duration_seconds',
+        help: 'Time from routing a request to the end of its response',
+        labelNames: ['method', 'route'],
+        registry: this.registry,
+      },
+      () => this.requests.durations(),
+    )
+    counter(
+      'tessera_validations_total',
+      'Token validations by code and usage',
+      ['code', 'usage'],
+      () => [
+        ...Object.entries(this.validations).flatMap(([code, byUsage]) =>
+          Object.entries(byUsage).map(([usage, n]): Row => [{ code, usage }, n]),
+        ),
+        [{ code: 'TokenMalformed', usage: 'none' }, this.malformed],
+      ],
+    )
+    counter('tessera_token_cache_lookups_total', 'Token-record cache lookups', ['result'], () => [
+      [{ result: 'hit' }, cache.hits],
+      [{ result: 'miss' }, cache.misses],
+    ])
+    gauge('tessera_token_cache_entries', 'Token records in the cache', () => cache.size)
+    counter('tessera_rate_limit_decisions_total', 'Rate-limit verdicts', ['decision'], () => [
+      [{ decision: 'allowed' }, this.rateLimit.allowed],
+      [{ decision: 'limited' }, this.rateLimit.limited],
+    ])
+    gauge('tessera_change_feed_live', '1 while the change feed keeps token caches exact', () =>
+      Number(sources.feedLive()),
+    )
+    gauge('tessera_database_ready', '1 once the database is reachable and migrated', () =>
+      Number(sources.ready()),
+    )
+    counter(
+      'tessera_database_errors_total',
+      'Database failures by where they were seen',
+      ['where'],
+      () => [
+        [{ where: 'request' }, this.databaseErrors.request],
+        [{ where: 'group_commit' }, groupCommits.failures],
+        [{ where: 'usage' }, this.databaseErrors.usage],
+      ],
+    )
+    new PlainHistogram(
+      {
+        name: 'tessera_group_commit_batch_size',
+        help: 'Items written together by each group commit of the process (tokens, audit events)',
+        registry: this.registry,
+      },
+      () => [[{}, groupCommits.sizes]],
+    )
+    if (rateLimiter instanceof RedisRateLimiter) {
+      counter(
+        'tessera_redis_errors_total',
+        'Redis connection errors and failed commands',
+        [],
+        () => [[{}, rateLimiter.errors]],
+      )
+      gauge('tessera_redis_up', '1 while rate limits are counted in Redis', () =>
+        Number(rateLimiter.shared),
+      )
+    }
+  }
+
+  /** A validation answered (retrieve, or the guard of an authenticated route). */
+  validated(validation: Validation): void {
+    if (validation.code === 'TokenMalformed') this.malformed++
+    else this.validations[validation.code][validation.parsed.usage]++
+  }
+}
+
+type Row = [Record<string, string>, number]

@@ -1,0 +1,330 @@
+import path from 'node:path'
+import Database from 'better-sqlite3'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { api } from '../e2e/client.js'
+import { type ServerProcess, startServer } from '../e2e/server.js'
+import { browserAvailable, launchBrowser } from './browser.js'
+import {
+  bodyText,
+  checkbox,
+  click,
+  field,
+  follow,
+  heading,
+  inspect,
+  link,
+  pathOf,
+  rowTexts,
+  screenshotDir,
+  signedIn,
+  signIn,
+  tokenId,
+  tokenRow,
+  visit,
+} from './dashboard.js'
+
+const available = browserAvailable()
+const hourMs = 3_600_000
+const minuteMs = 60_000
+
+/**
+ * The Activity page and the use of each token (Last used, the chart of validations per hour),
+ * as a holder sees them, in the light and the dark theme, with axe on every page.
+ *
+ * Validations are counted in the server's memory and written at every minute's end, or when the
+ * server stops. The suite stops the server gracefully (SIGTERM: it writes the counts, as in any
+ * deployment) and starts it again on the same data directory: deterministic, and no wait for
+ * the minute. While it is stopped, 30 days of earlier hours are added to the database, so that
+ * the chart and its screenshots look as they do for a token in use.
+ */
+describe.skipIf(!available)('activity and token usage', () => {
+  let server: ServerProcess
+  let browser: Browser
+  let context: BrowserContext
+  let page: Page
+  const password = 'correct horse battery'
+  let website = { id: '', token: '' }
+  let backend = { id: '', token: '' }
+  /** Validations of the website token made through the API, and when. */
+  const validations = 12
+  let validatedFrom = 0
+  let validatedUntil = 0
+  /** The hours added while the server was stopped: hour → count. */
+  const history = new Map<string, number>()
+
+  beforeAll(async () => {
+    ;[server, browser] = await Promise.all([startServer(), launchBrowser()])
+    ;({ context, page } = await signedIn(browser, server, 'acme', password))
+  })
+  afterAll(async () => {
+    await context?.close()
+    await browser?.close()
+    await server?.stop()
+  })
+
+  /** Creates a token in the dashboard; its id and string. */
+  async function create(note: string, scopes: string[]) {
+    await follow(page, 'Access tokens')
+    await follow(page, 'Create a token')
+    await field(page, 'Note').fill(note)
+    for (const scope of scopes) await checkbox(page, scope).check()
+    expect((await click(page, 'Create token')).statuses).toEqual([200])
+    const token = await field(page, 'New token').inputValue()
+    await follow(page, 'Back to access tokens')
+    return { id: await tokenId(page, note), token }
+  }
+
+  /** Both themes of the page: a screenshot of each, and axe on each. */
+  async function inspectThemes(name: string) {
+    await page.emulateMedia({ colorScheme: 'light' })
+    await inspect(page, name)
+    await page.emulateMedia({ colorScheme: 'dark' })
+    await inspect(page, `${name}-dark`)
+    await page.emulateMedia({ colorScheme: 'light' })
+  }
+
+  it('shows never used before any validation, beside a link to Activity', async () => {
+    website = await create('website', ['styles:read', 'fonts:read'])
+    backend = await create('backend', ['tokens:read', 'tokens:write', 'styles:read'])
+    await expect(
+      page.getByRole('columnheader', { name: 'Last used', exact: true }).count(),
+    ).resolves.toBe(1)
+    for (const note of ['Default public token', 'website', 'backend']) {
+      const [cells] = await rowTexts(tokenRow(page, note))
+      expect(cells?.at(-1), note).toBe('never used')
+    }
+    await expect(link(page, 'Activity').getAttribute('href')).resolves.toBe('/account/activity')
+  })
+
+  it('counts validations through the API; the server writes them when it stops', async () => {
+    validatedFrom = Date.now()
+    for (let i = 0; i < validations; i++) {
+      const answer = await api(server, 'GET', '/tokens/v2', website.token)
+      expect(answer.body.code).toBe('TokenValid')
+    }
+    validatedUntil = Date.now()
+    // The backend acts through the API: its changes are in the activity under its id.
+    const made = await api(server, 'POST', '/tokens/v2/acme', backend.token, {
+      note: 'made by the backend',
+      scopes: ['styles:read'],
+    })
+    expect(made.status).toBe(200)
+    await page.reload()
+    const [cells] = await rowTexts(tokenRow(page, 'website'))
+    expect(cells?.at(-1)).toBe('never used') // counted in memory, not yet written
+
+    await server.kill('SIGTERM')
+    expect(server.output()).not.toMatch(/token usage not written/)
+    seedHistory(path.join(server.env.DATA_DIR as string, 'tessera.db'))
+    server = await startServer({ DATA_DIR: server.env.DATA_DIR as string })
+  })
+
+  /** 30 days of a token in use, for the chart: busier by day (UTC), quieter at weekends. */
+  function seedHistory(file: string) {
+    const now = Math.floor(Date.now() / hourMs) * hourMs
+    let seed = 7
+    const random = () => {
+      seed = (seed * 16_807) % 2_147_483_647
+      return seed / 2_147_483_647
+    }
+    for (let t = now - 720 * hourMs; t <= now - 2 * hourMs; t += hourMs) {
+      const date = new Date(t)
+      const daytime = Math.max(0, Math.sin(((date.getUTCHours() - 6) / 24) * 2 * Math.PI))
+      const weekend = date.getUTCDay() === 0 || date.getUTCDay() === 6 ? 0.35 : 1
+      const count = Math.round((4 + 90 * daytime * weekend) * (0.6 + 0.8 * random()))
+      if (count > 0) history.set(date.toISOString().slice(0, 13), count)
+    }
+    const db = new Database(file)
+    try {
+      const add = db.prepare('insert into token_usage (token_id, hour, count) values (?, ?, ?)')
+      db.transaction(() => {
+        for (const [hour, count] of history) add.run(website.id, hour, count)
+      })()
+    } finally {
+      db.close()
+    }
+  }
+
+  it('shows the minute of the last validation in Last used, after the restart', async () => {
+    // The same session: it is kept in the database, and cookies do not depend on the port.
+    await visit(page, `${server.url}/account`)
+    expect(await heading(page)).toBe('Access tokens')
+    const [cells] = await rowTexts(tokenRow(page, 'website'))
+    const shown = await tokenRow(page, 'website').locator('td').last().locator('time')
+    const at = Date.parse((await shown.getAttribute('datetime')) ?? '')
+    expect(at).toBeGreaterThanOrEqual(Math.floor(validatedFrom / minuteMs) * minuteMs)
+    expect(at).toBeLessThanOrEqual(validatedUntil)
+    expect(at % minuteMs).toBe(0)
+    const iso = new Date(at).toISOString()
+    expect(cells?.at(-1)).toBe(`${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`)
+    for (const note of ['Default public token', 'made by the backend']) {
+      const [other] = await rowTexts(tokenRow(page, note))
+      expect(other?.at(-1), note).toBe('never used')
+    }
+    // The backend's validations (the POST above) count too.
+    const [used] = await rowTexts(tokenRow(page, 'backend'))
+    expect(used?.at(-1)).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d UTC$/)
+    await inspectThemes('tokens-last-used')
+  })
+
+  it('charts validations per hour on the token page, with the numbers in words and a table', async () => {
+    await follow(page, 'website')
+    expect(pathOf(page)).toBe(`/account/tokens/${website.id}`)
+    expect(await heading(page)).toBe('website')
+    const total = [...history.values()].reduce((a, b) => a + b, 0) + validations
+    const chart = page.getByRole('img', { name: 'Validations per hour, last 30 days', exact: true })
+    await expect(chart.count()).resolves.toBe(1)
+    const summary = await page.locator('#usage-summary').innerText()
+    expect(summary).toMatch(
+      new RegExp(
+        `^${total.toLocaleString('en-US')} validations in the last 30 days; last used \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\.$`,
+      ),
+    )
+    await expect(chart.getAttribute('aria-describedby')).resolves.toBe('usage-summary')
+    // One bar per hour with validations; the heights follow the counts, the peak fills the chart.
+    const bars = await chart.locator('rect.bar').evaluateAll((rects) =>
+      rects.map((r) => ({
+        count: Number(r.getAttribute('data-count')),
+        height: Number(r.getAttribute('height')),
+      })),
+    )
+    const counted = bars.reduce((sum, b) => sum + b.count, 0)
+    expect(counted).toBe(total)
+    const peak = Math.max(...bars.map((b) => b.count))
+    for (const b of bars) {
+      expect(b.height).toBeCloseTo(Math.max(1, (b.count / peak) * 100), 1)
+    }
+    expect(bars.length).toBeGreaterThanOrEqual(history.size + 1)
+    expect(bars.length).toBeLessThanOrEqual(history.size + 2)
+    // Drawn from the stylesheet: the bars take the accent colour of the theme.
+    const fill = () =>
+      page.evaluate<string>(`getComputedStyle(document.querySelector('rect.bar')).fill`)
+    await page.emulateMedia({ colorScheme: 'light' })
+    const light = await fill()
+    await page.emulateMedia({ colorScheme: 'dark' })
+    const dark = await fill()
+    expect(light).toBe('rgb(36, 80, 201)')
+    expect(dark).toBe('rgb(143, 176, 255)')
+    await page.emulateMedia({ colorScheme: 'light' })
+    await inspectThemes('token-usage')
+    const card = page.getByRole('region', { name: 'Validations', exact: true })
+    await card.screenshot({ path: path.join(screenshotDir, 'token-usage-chart.png') })
+    await page.emulateMedia({ colorScheme: 'dark' })
+    await card.screenshot({ path: path.join(screenshotDir, 'token-usage-chart-dark.png') })
+    await page.emulateMedia({ colorScheme: 'light' })
+
+    // The table of hours, for those who cannot see the chart.
+    const hours = page.getByRole('table', {
+      name: 'Validations per hour, last 30 days, hours with validations only, newest first',
+    })
+    await expect(hours.isVisible()).resolves.toBe(false)
+    await page.getByText(`Validations by hour (${bars.length} hours)`, { exact: true }).click()
+    await expect(hours.isVisible()).resolves.toBe(true)
+    const rows = await rowTexts(hours.getByRole('row'))
+    expect(rows.slice(1)).toHaveLength(bars.length)
+    const oldest = [...history.keys()][0] as string
+    expect(rows.at(-1)).toEqual([
+      `${oldest.slice(0, 10)} ${oldest.slice(11, 13)}:00 UTC`,
+      (history.get(oldest) as number).toLocaleString('en-US'),
+    ])
+    await inspect(page, 'token-usage-table')
+  })
+
+  it('says never used on the page of a token never validated', async () => {
+    await follow(page, 'Access tokens')
+    await follow(page, 'made by the backend')
+    await expect(page.locator('#usage-summary').innerText()).resolves.toBe(
+      '0 validations in the last 30 days; never used.',
+    )
+    await expect(page.getByRole('img').count()).resolves.toBe(0)
+    await inspect(page, 'token-never-used')
+  })
+
+  it('lists the events of the account on the Activity page, newest first', async () => {
+    // A failed attempt and a sign-in, from this browser.
+    await click(page, 'Sign out')
+    expect((await signIn(page, server, 'acme', 'not the password')).statuses).toEqual([401])
+    expect((await signIn(page, server, 'acme', password)).statuses).toEqual([303, 200])
+
+    await follow(page, 'Activity')
+    expect(pathOf(page)).toBe('/account/activity')
+    expect(await heading(page)).toBe('Activity')
+    await expect(link(page, 'Activity').getAttribute('aria-current')).resolves.toBe('page')
+    const table = page.getByRole('table', { name: 'Events of your account, newest first' })
+    // The stylesheet shows them in capitals; their names are as written.
+    const header = table.getByRole('columnheader')
+    await expect(header.evaluateAll((cells) => cells.map((c) => c.textContent))).resolves.toEqual([
+      'Time',
+      'Event',
+      'By',
+      'Target',
+      'Address',
+      'Request id',
+    ])
+    const rows = (await rowTexts(table.getByRole('row')))
+      .slice(1)
+      .map((cells) => cells.map((cell) => cell.replaceAll('\u00a0', ' ')))
+    const short = (id: string) => `${id.slice(0, 8)}…`
+    expect(rows.map((cells) => cells.slice(1, 5))).toEqual([
+      ['Signed in', 'Sign-in page', 'Your account', '127.0.0.1'],
+      ['Sign-in failed', 'Sign-in page', 'Your account', '127.0.0.1'],
+      ['Signed out', 'Dashboard session', 'A dashboard session', '127.0.0.1'],
+      [
+        'Token created\npk · styles:read',
+        `API token ${short(backend.id)} (sk)`,
+        expect.stringMatching(/^made by the backend c[a-z0-9]{7}…$/),
+        '127.0.0.1',
+      ],
+      [
+        'Token created\nsk · styles:read, tokens:read, tokens:write',
+        'Dashboard session',
+        `backend ${short(backend.id)}`,
+        '127.0.0.1',
+      ],
+      [
+        'Token created\npk · styles:read, fonts:read',
+        'Dashboard session',
+        `website ${short(website.id)}`,
+        '127.0.0.1',
+      ],
+      ['Password set', 'Setup link', 'Your account', '127.0.0.1'],
+      ['Setup link issued', 'Command line', 'Your account', 'none'],
+      [
+        expect.stringMatching(/^Account created\nPlan \w+$/),
+        'Command line',
+        'Your account',
+        'none',
+      ],
+    ])
+    for (const cells of rows) expect(cells[0]).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/)
+    for (const cells of rows.slice(0, 7)) expect(cells[5]).toMatch(/^[a-z0-9]{8}-[0-9a-z]+$/)
+    // Found by their accessible names, as a screen reader user would.
+    await expect(
+      table.getByRole('rowheader', { name: 'Sign-in failed', exact: true }).count(),
+    ).resolves.toBe(1)
+    const created = table.getByRole('rowheader', { name: /^Token created/ })
+    await expect(created.count()).resolves.toBe(3)
+    await expect(table.getByRole('link', { name: 'website', exact: true }).count()).resolves.toBe(1)
+    const content = await page.content()
+    for (const secret of [website.token, backend.token, password]) {
+      expect(content).not.toContain(secret)
+    }
+    await inspectThemes('activity')
+
+    // The target of an event links to the token's page.
+    await follow(page, 'backend')
+    expect(pathOf(page)).toBe(`/account/tokens/${backend.id}`)
+    expect(await bodyText(page)).toContain('1 validation in the last 30 days; last used')
+  })
+
+  it('lays the Activity page out for a phone', async () => {
+    await page.setViewportSize({ width: 390, height: 844 })
+    await visit(page, `${server.url}/account/activity`)
+    expect(await heading(page)).toBe('Activity')
+    await inspect(page, 'activity-phone')
+    await visit(page, `${server.url}/account/tokens/${website.id}`)
+    await inspect(page, 'token-usage-phone')
+    await page.setViewportSize({ width: 1280, height: 720 })
+  })
+})

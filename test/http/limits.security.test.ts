@@ -1,0 +1,106 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { jsonDepthExceeds, limits } from '../../src/http/limits.js'
+import { all, call, type Harness, harness } from '../helpers.js'
+
+let h: Harness
+let sk: string
+beforeAll(async () => {
+  h = await harness()
+  sk = (await h.token('alice', all)).token
+})
+afterAll(() => h.close())
+
+const url = (i: number) => `https://example.com/${String(i).padStart(4, '0')}/${'p'.repeat(2023)}`
+
+describe('request bodies', () => {
+  it('takes the largest valid body: 100 allowed URLs of 2,048 characters and a full note', async () => {
+    const allowedUrls = Array.from({ length: 100 }, (_, i) => url(i))
+    expect(allowedUrls[0]).toHaveLength(2048)
+    const body = { note: 'n'.repeat(1024), allowedUrls }
+    expect(JSON.stringify(body).length).toBeLessThan(limits.bodyBytes)
+    const answer = await call(h.app, 'POST', '/tokens/v2/alice', sk, body)
+    expect(answer.status).toBe(200)
+    expect(answer.body.allowedUrls).toHaveLength(100)
+  })
+
+  it('refuses a body over the limit with 422 and creates nothing', async () => {
+    const before = await call(h.app, 'GET', '/tokens/v2/alice', sk)
+    const answer = await call(h.app, 'POST', '/tokens/v2/alice', sk, {
+      note: 'x'.repeat(limits.bodyBytes),
+    })
+    expect(answer.status).toBe(422)
+    expect(answer.body).toEqual({
+      message: 'resources are invalid',
+      details: 'Request body is too large',
+    })
+    const after = await call(h.app, 'GET', '/tokens/v2/alice', sk)
+    expect(after.body).toHaveLength(before.body.length)
+  })
+
+  it('refuses JSON nested deeper than the bound before parsing it', async () => {
+    const deep = `${'['.repeat(limits.jsonDepth + 1)}${']'.repeat(limits.jsonDepth + 1)}`
+    const answer = await h.app.inject({
+      method: 'POST',
+      url: `/tokens/v2/alice?access_token=${sk}`,
+      payload: `{"note":"n","scopes":${deep}}`,
+      headers: { 'content-type': 'application/json' },
+    })
+    expect(answer.statusCode).toBe(422)
+    expect(answer.json()).toEqual({
+      message: 'resources are invalid',
+      details: 'the body is nested too deeply',
+    })
+    const huge = '['.repeat(200_000)
+    const hugeAnswer = await h.app.inject({
+      method: 'PATCH',
+      url: `/tokens/v2/alice/${h.alice.defaultToken.id}?access_token=${sk}`,
+      payload: huge,
+    })
+    expect(hugeAnswer.statusCode).toBe(422)
+  })
+})
+
+describe('jsonDepthExceeds', () => {
+  it('counts brackets outside strings only', () => {
+    expect(jsonDepthExceeds('{"a":[[1]]}', 3)).toBe(false)
+    expect(jsonDepthExceeds('{"a":[[[1]]]}', 3)).toBe(true)
+    expect(jsonDepthExceeds('{"a":"[[[[[[\\"[[[["}', 1)).toBe(false)
+    expect(jsonDepthExceeds('[{}][{}][{}]', 2)).toBe(false)
+  })
+})
+
+describe('an overloaded process', () => {
+  let shed: Harness
+  beforeAll(async () => {
+    shed = await harness({ SHED_DELAY_MS: '50' })
+  })
+  afterAll(() => shed.close())
+
+  /** Keeps the event loop about 150 ms late for `ms`: sustained saturation, not one pause. */
+  async function saturate(ms: number) {
+    const end = Date.now() + ms
+    while (Date.now() < end) {
+      const busy = Date.now() + 150
+      while (Date.now() < busy) {
+        // spin
+      }
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+  }
+
+  it('sheds with 503 and Retry-After while the event loop is late; /healthz keeps answering', async () => {
+    await saturate(1_200)
+    const shedAnswer = await call(shed.app, 'GET', '/tokens/v2?access_token=x')
+    expect(shedAnswer.status).toBe(503)
+    expect(shedAnswer.headers['retry-after']).toBe('1')
+    expect(shedAnswer.body).toEqual({
+      message: 'Service Unavailable',
+      details: 'the server is overloaded; retry in a second',
+    })
+    expect((await shed.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200)
+    // A quiet window later, it answers again.
+    await new Promise((resolve) => setTimeout(resolve, 1_100))
+    const calm = await call(shed.app, 'GET', '/tokens/v2?access_token=x')
+    expect(calm.status).toBe(200)
+  })
+})
