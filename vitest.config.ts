@@ -20,7 +20,7 @@ export default defineConfig({
         extends: true as const,
         test: {
           name: 'sqlite',
-          include: ['test/**/*.test.ts'],
+          include: ['test/**/*.test.ts', 'packages/*/test/**/*.test.ts'],
           exclude: ['test/scale/**'],
           env: { TEST_DIALECT: 'sqlite' },
         },

@@ -1,14 +1,17 @@
 // `npm run bench [-- --scale]`: Tessera's production build against the Fastify floor.
 // See README "Performance". Knobs: BENCH_SECONDS, BENCH_ROUNDS, BENCH_CONNECTIONS;
 // DATABASE_URL / REDIS_URL select PostgreSQL / Redis for the service; BENCH_METRICS=1 turns on
-// the Prometheus listener (METRICS_PORT); BENCH_ONLY=<text> keeps the scenarios naming it.
+// the Prometheus listener (METRICS_PORT); BENCH_ONLY=<text> keeps the scenarios naming it
+// (BENCH_ONLY=verifier: the verifier scenario alone, see bench/verifier.js).
 import { execFile, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { request } from 'node:https'
 import { cpus, tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { generator, load } from './load.js'
+import { benchVerifier } from './verifier.js'
 
 const root = path.resolve(import.meta.dirname, '..')
 const scale = process.argv.includes('--scale')
@@ -18,6 +21,7 @@ const connections = Number(process.env.BENCH_CONNECTIONS ?? 10)
 const metricsOn = process.env.BENCH_METRICS === '1'
 const only = process.env.BENCH_ONLY
 const exec = promisify(execFile)
+const verifierKey = randomBytes(32).toString('base64url')
 
 /** Starts a node script and waits for `pattern` in its output; resolves to {child, match}. */
 function start(script, args, env, pattern) {
@@ -84,6 +88,8 @@ async function main() {
     RATE_LIMIT_PER_MINUTE: '1000000000',
     LOG_LEVEL: 'warn',
     ...(metricsOn ? { METRICS_PORT: '0' } : {}),
+    // The verifier scenario's operator key.
+    ADMIN_KEYS: `bench:${verifierKey}`,
   }
   // On PostgreSQL and Redis, each run works in a schema and key prefix of its own.
   const run = `${process.pid}_${Date.now()}`
@@ -143,6 +149,17 @@ async function main() {
       }
       return await scaleReport({ base, ca, pages, small, service, pk, env })
     }
+    const verifierScenario = async () =>
+      save(
+        await benchVerifier({
+          base,
+          ca,
+          adminKey: verifierKey,
+          api: (method, body) =>
+            api(base, ca, method, `/tokens/v2/bench?access_token=${sk.token}`, body),
+        }),
+      )
+    if (only === 'verifier') return await verifierScenario()
 
     const createBody = JSON.stringify({ note: 'bench', scopes: ['styles:read'] })
     const allScenarios = [
@@ -247,6 +264,7 @@ async function main() {
       rssEnd,
       table,
     })
+    await verifierScenario()
   } finally {
     service.child.kill('SIGTERM')
     floor.child.kill('SIGTERM')

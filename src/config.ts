@@ -25,6 +25,9 @@ export interface Env {
   SHED_DELAY_MS?: string
   ADMIN_KEYS?: string
   AUDIT_RETENTION_DAYS?: string
+  EVENT_RETENTION_HOURS?: string
+  WEBHOOK_ALLOW_PRIVATE?: string
+  WEBHOOK_CA_FILE?: string
   METRICS_PORT?: string
   METRICS_HOST?: string
 }
@@ -50,6 +53,9 @@ const names: (keyof Env)[] = [
   'SHED_DELAY_MS',
   'ADMIN_KEYS',
   'AUDIT_RETENTION_DAYS',
+  'EVENT_RETENTION_HOURS',
+  'WEBHOOK_ALLOW_PRIVATE',
+  'WEBHOOK_CA_FILE',
   'METRICS_PORT',
   'METRICS_HOST',
 ]
@@ -93,6 +99,12 @@ export interface Config {
   adminKeys?: string
   /** Audit events older than this are pruned in the background. */
   auditRetentionDays: number
+  /** How long the integrations' outbox keeps events (event stream resumption, webhooks). */
+  eventRetentionHours: number
+  /** Webhook endpoints may resolve to loopback, link-local or private addresses (tests). */
+  webhookAllowPrivate: boolean
+  /** PEM certificate authorities that webhook deliveries trust besides the system's. */
+  webhookCaFile?: string
   /** The Prometheus listener (plain HTTP); none when METRICS_PORT is unset. */
   metrics?: { host: string; port: number }
 }
@@ -124,6 +136,13 @@ function integer(
     throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got "${value}"`)
   }
   return n
+}
+
+/** `1` / `true` or `0` / `false`; unset is false. */
+function flag(name: string, value: string | undefined) {
+  if (value === undefined || value === '0' || value === 'false') return false
+  if (value === '1' || value === 'true') return true
+  throw new ConfigError(`${name} must be 1 or 0, got "${value}"`)
 }
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -209,6 +228,16 @@ export function toConfig(env: Env): Config {
     dashboard: { signup: signup === 'open' },
     adminKeys: env.ADMIN_KEYS,
     auditRetentionDays: integer('AUDIT_RETENTION_DAYS', env.AUDIT_RETENTION_DAYS, 365, 1, 36_500),
+    // Webhooks are retried for 24 hours: their events must outlive that.
+    eventRetentionHours: integer(
+      'EVENT_RETENTION_HOURS',
+      env.EVENT_RETENTION_HOURS,
+      168,
+      25,
+      24 * 36_500,
+    ),
+    webhookAllowPrivate: flag('WEBHOOK_ALLOW_PRIVATE', env.WEBHOOK_ALLOW_PRIVATE),
+    webhookCaFile: env.WEBHOOK_CA_FILE,
     metrics:
       env.METRICS_PORT === undefined
         ? undefined

@@ -9,6 +9,8 @@ import { type Config, ConfigError, systemReason } from './config.js'
 import { auditRepo } from './db/audit.js'
 import { localChanges, postgresChanges } from './db/changes.js'
 import { createDatabase, type Db, isUnavailable, migrateToLatest } from './db/database.js'
+import { outboxRepo } from './db/outbox.js'
+import { EventFeed } from './events/feed.js'
 import { Metrics } from './metrics/metrics.js'
 import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js'
 import { RedisRateLimiter } from './ratelimit/redis.js'
@@ -18,6 +20,7 @@ import { Keyring } from './tokens/keyring.js'
 import { isoTime } from './tokens/rules.js'
 import { TokenService } from './tokens/service.js'
 import { UsageCounter } from './tokens/usage.js'
+import { WebhookDispatcher } from './webhooks/dispatcher.js'
 
 /** Every dependency, built once from config. Tests pass overrides instead of patching globals. */
 export interface AppContext {
@@ -47,9 +50,16 @@ export interface AppContext {
   metrics: Metrics
   /** Last use and hourly validations per token, counted here and written once a minute. */
   usage: UsageCounter
-  /** Starts the background jobs of a serving process: usage flushes, retention pruning. */
+  /** The integrations' outbox, followed: what the event stream serves. */
+  events: EventFeed
+  /** Delivers the outbox's events to the registered webhook endpoints. */
+  webhooks: WebhookDispatcher
+  /** Starts the background jobs of a serving process: usage flushes, retention pruning, webhooks. */
   startBackground(): void
-  /** Removes audit events past AUDIT_RETENTION_DAYS and usage past 30 days; what the job runs. */
+  /**
+   * Removes audit events past AUDIT_RETENTION_DAYS, outbox events past EVENT_RETENTION_HOURS and
+   * usage past 30 days; what the job runs.
+   */
   prune(): Promise<number>
   close(): Promise<void>
 }
@@ -188,10 +198,13 @@ export async function createContext(
   const prune = async () => {
     const cutoff = isoTime(now() - config.auditRetentionDays * 86_400_000)
     const removed = await auditRepo.prune(db, cutoff)
+    await outboxRepo.prune(db, isoTime(now() - config.eventRetentionHours * 3_600_000))
     await usage.prune()
     return removed
   }
   let pruneTimer: NodeJS.Timeout | undefined
+  const events = new EventFeed(db, log)
+  const webhooks = new WebhookDispatcher({ db, log, config, now })
   return {
     config,
     log,
@@ -214,8 +227,11 @@ export async function createContext(
     audit: new AuditLog(db),
     metrics,
     usage,
+    events,
+    webhooks,
     startBackground() {
       usage.start()
+      webhooks.start()
       const run = () => {
         if (!ready) return
         prune().catch((err) =>
@@ -230,6 +246,8 @@ export async function createContext(
     async close() {
       stopped = true
       clearInterval(pruneTimer)
+      events.close()
+      await webhooks.stop()
       if (ready) await usage.stop().catch(() => {})
       await changes.close()
       await rateLimiter.close()

@@ -23,6 +23,12 @@ const usage = `usage: tessera <command>
   admin-key list                              every operator key (never its secret)
   audit [<username>] [--action a,b] [--since T] [--until T] [--limit N] [--start ID]
                                               audit events, newest first (limit 1-100)
+  webhook add <url> [--events a,b]            register a webhook endpoint; prints its secret once
+  webhook list                                every webhook endpoint (never its secret)
+  webhook remove <id>                         stop delivering to it
+  webhook ping <id>                           post a test event now; prints the delivery
+  webhook deliveries <id> [--limit N] [--start EVENT_ID]
+                                              its deliveries with their attempts, newest first
   migrate                                     apply database migrations
 
 Configuration comes from the environment (and .env), as for the server. Operator keys are kept
@@ -48,6 +54,7 @@ async function run(argv: string[]): Promise<void> {
       note: { type: 'string' },
       'allowed-url': { type: 'string', multiple: true },
       action: { type: 'string' },
+      events: { type: 'string' },
       since: { type: 'string' },
       until: { type: 'string' },
       limit: { type: 'string' },
@@ -109,6 +116,10 @@ async function run(argv: string[]): Promise<void> {
         await ctx.audit.list(auditFilter({ username: sub, action, since, until, start, limit })),
       )
     }
+    if (command === 'webhook') {
+      const done = await webhookCommand(ctx, sub, arg, values)
+      if (done !== undefined) return print(done)
+    }
     const setupUrl = async (username: string) =>
       `${configuredOrigin(config.http)}/account/setup/${await ctx.holders.invite(username, cliActor)}`
     if (command === 'account' && sub === 'create' && arg !== undefined) {
@@ -144,6 +155,45 @@ async function run(argv: string[]): Promise<void> {
   } finally {
     await ctx.close()
   }
+}
+
+/** `limit` as the admin API takes it: 1-100, 100 when absent. */
+function limitOption(limit: string | undefined) {
+  if (limit !== undefined && !/^0*([1-9][0-9]?|100)$/.test(limit)) throw new ApiError('badLimit')
+  return limit === undefined ? 100 : Number(limit)
+}
+
+/** `tessera webhook ...`: what it prints, or undefined for a command it does not know. */
+async function webhookCommand(
+  ctx: AppContext,
+  sub: string | undefined,
+  arg: string | undefined,
+  values: { events?: string; limit?: string; start?: string },
+): Promise<unknown> {
+  const hooks = ctx.webhooks.service
+  if (sub === 'list' && arg === undefined) {
+    const all = []
+    for (;;) {
+      const page = await hooks.list(all.at(-1)?.id, 100)
+      all.push(...page)
+      if (page.length < 100) return all
+    }
+  }
+  if (arg === undefined) return undefined
+  if (sub === 'add') {
+    const events = values.events
+      ?.split(',')
+      .map((e) => e.trim())
+      .filter((e) => e !== '')
+    return hooks.create(arg, events)
+  }
+  if (sub === 'remove') {
+    await hooks.remove(arg)
+    return { id: arg, removed: true }
+  }
+  if (sub === 'ping') return hooks.ping(arg)
+  if (sub === 'deliveries') return hooks.deliveries(arg, values.start, limitOption(values.limit))
+  return undefined
 }
 
 /** A change the CLI makes outside the services, written into the audit log. */

@@ -52,12 +52,28 @@ const toEvent = (row: Selectable<AuditEventsTable>): AuditEvent => {
   return event
 }
 
+const toOutboxRow = (e: AuditEvent) => ({
+  event_id: e.id,
+  at: e.at,
+  action: e.action,
+  username: clip(e.account, 64),
+  body: JSON.stringify(e),
+})
+
 export const auditRepo = {
-  /** In the caller's transaction: the event commits or rolls back with its change. */
+  /**
+   * In the caller's transaction: the event commits or rolls back with its change. Each event is
+   * also put in the integrations' outbox (event stream, webhooks), in the same transaction.
+   */
   async insert(db: Executor, events: AuditEvent | AuditEvent[]): Promise<void> {
-    const rows = [events].flat().map(toRow)
-    if (rows.length === 0) return
-    await db.insertInto('audit_events').values(rows).execute()
+    const list = [events].flat()
+    if (list.length === 0) return
+    const write = async (trx: Executor) => {
+      await trx.insertInto('audit_events').values(list.map(toRow)).execute()
+      await trx.insertInto('event_outbox').values(list.map(toOutboxRow)).execute()
+    }
+    if (db.isTransaction) await write(db)
+    else await db.transaction().execute(write)
   },
 
   /** Newest first. */

@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely'
+
 /** Row types. Lists are JSON text and booleans 0/1 integers, the same on SQLite and PostgreSQL. */
 export interface AccountsTable {
   username: string
@@ -74,6 +76,62 @@ export interface TokenLastUsedTable {
   at: string
 }
 
+export interface EventOutboxTable {
+  /** Assigned by the database: ascending in commit order on SQLite, in insert order on PostgreSQL. */
+  seq: Generated<number | string>
+  event_id: string
+  at: string
+  action: string
+  username: string | null
+  /** The event's JSON, as delivered. */
+  body: string
+}
+
+export interface WebhookEndpointsTable {
+  id: string
+  url: string
+  /** The HMAC key of the signatures (`whsec_...`): shown through the admin API, never logged. */
+  secret: string
+  /** JSON array of actions; empty: every action. */
+  events: string
+  created: string
+  /** The last outbox seq handled: delivered, finally failed, or not matching the filter. */
+  last_seq: number | string
+  /** `healthy`, or `failing` while the attempts at its next event fail. */
+  state: string
+  /** Epoch ms of the next retry of the event at the head; nobody claims the endpoint before. */
+  retry_at: number | string
+  /** The dispatcher delivering to it, and until when (epoch ms). */
+  lease_owner: string | null
+  lease_until: number | string
+}
+
+export interface WebhookDeliveriesTable {
+  id: Generated<number | string>
+  endpoint_id: string
+  event_id: string
+  /** The outbox seq; null for a ping. */
+  seq: number | string | null
+  action: string
+  /** `pending`, `delivered` or `failed`. */
+  state: string
+  /** The first attempt. */
+  created: string
+  updated: string
+  attempts: number
+  next_attempt: string | null
+}
+
+export interface WebhookAttemptsTable {
+  delivery_id: number | string
+  n: number
+  at: string
+  /** The HTTP status; null when there was no answer. */
+  status: number | null
+  error: string | null
+  duration_ms: number
+}
+
 export interface Database {
   accounts: AccountsTable
   tokens: TokensTable
@@ -83,4 +141,8 @@ export interface Database {
   audit_events: AuditEventsTable
   token_usage: TokenUsageTable
   token_last_used: TokenLastUsedTable
+  event_outbox: EventOutboxTable
+  webhook_endpoints: WebhookEndpointsTable
+  webhook_deliveries: WebhookDeliveriesTable
+  webhook_attempts: WebhookAttemptsTable
 }

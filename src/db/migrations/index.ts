@@ -2,12 +2,16 @@ import type { Migration, MigrationProvider } from 'kysely'
 import * as initial from './0001-initial.js'
 import * as accountHolders from './0002-account-holders.js'
 import * as operations from './0003-operations.js'
+import * as eventOutbox from './0004-event-outbox.js'
+import * as webhooks from './0005-webhooks.js'
 
 /** Registered explicitly (no globbing) so that they survive bundling. Append only. */
 const migrations: Record<string, Migration> = {
   '0001-initial': initial,
   '0002-account-holders': accountHolders,
   '0003-operations': operations,
+  '0004-event-outbox': eventOutbox,
+  '0005-webhooks': webhooks,
 }
 
 export const migrationProvider: MigrationProvider = {

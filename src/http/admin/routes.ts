@@ -4,8 +4,11 @@ import type { AppContext } from '../../context.js'
 import { ApiError } from '../../errors.js'
 import { accountRoutes } from './accounts.js'
 import { auditRoutes } from './audit.js'
+import { eventRoutes } from './events.js'
+import { introspectRoutes } from './introspect.js'
 import { adminTag, securitySchemes } from './schemas.js'
 import { accountTokenRoutes } from './tokens.js'
+import { webhookRoutes } from './webhooks.js'
 
 /** What the OpenAPI document says of the admin API as a whole. */
 export const adminDocs = { tags: [adminTag], securitySchemes }
@@ -53,6 +56,9 @@ export function adminRoutes(app: FastifyInstance, ctx: AppContext): void {
       accountRoutes(admin, ctx)
       accountTokenRoutes(admin, ctx)
       auditRoutes(admin, ctx)
+      introspectRoutes(admin, ctx)
+      eventRoutes(admin, ctx)
+      webhookRoutes(admin, ctx)
     },
     { prefix: '/admin/v1' },
   )

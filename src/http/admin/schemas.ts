@@ -131,3 +131,105 @@ export const AuditEventObject = Type.Object({
   requestId: Type.Optional(Type.String()),
   details: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
 })
+
+export const IntrospectBody = Type.Object(
+  {
+    token: Type.String({ minLength: 1, ...resources, description: 'The token string to check' }),
+    token_type_hint: Type.Optional(
+      Type.String({ ...resources, description: 'Accepted and ignored (RFC 7662)' }),
+    ),
+  },
+  resources,
+)
+
+/**
+ * RFC 7662's answer plus Tessera's `id`, `usage`, `allowedUrls` and retrieve `code`, in the
+ * order they are written; an inactive token has `active` and `code` only.
+ */
+export const Introspection = Type.Object({
+  active: Type.Boolean(),
+  code: Type.String({
+    description:
+      'What retrieve says of the same string: TokenValid when active, otherwise ' +
+      'TokenMalformed, TokenInvalid, TokenExpired or TokenRevoked',
+  }),
+  scope: Type.Optional(Type.String({ description: 'The scopes, space-separated' })),
+  username: Type.Optional(Type.String({ description: 'The account' })),
+  token_type: Type.Optional(Type.Literal('Bearer')),
+  exp: Type.Optional(Type.Integer({ description: 'tk only: expiry, epoch seconds' })),
+  iat: Type.Optional(
+    Type.Integer({ description: 'tk: issued at; pk and sk: created at; epoch seconds' }),
+  ),
+  client_id: Type.Optional(
+    Type.String({ description: "The token's `client`, as token objects and retrieve say it" }),
+  ),
+  id: Type.Optional(Type.String({ description: 'pk and sk: the token id; a tk carries none' })),
+  usage: Type.Optional(Type.Union([Type.Literal('pk'), Type.Literal('sk'), Type.Literal('tk')])),
+  allowedUrls: Type.Optional(
+    Type.Array(Type.String(), { description: 'pk and sk: only when the token is restricted' }),
+  ),
+})
+
+export const WebhookParams = Type.Object({ id: Type.String() })
+
+export const CreateWebhookBody = Type.Object(
+  {
+    url: Type.String({
+      ...resources,
+      description:
+        'https:// (http:// too with WEBHOOK_ALLOW_PRIVATE=1), at most 2,048 characters, no ' +
+        'user name or password; every address its host resolves to must be public',
+    }),
+    events: Type.Optional(
+      Type.Array(Type.String(resources), {
+        ...resources,
+        description: 'Audit actions to deliver, e.g. token.created,token.deleted; all when empty',
+      }),
+    ),
+  },
+  resources,
+)
+
+export const WebhookObject = Type.Object({
+  id: Type.String(),
+  url: Type.String(),
+  events: Type.Array(Type.String(), { description: 'Empty: every action' }),
+  created: Type.String(),
+  state: Type.Union([Type.Literal('healthy'), Type.Literal('failing')], {
+    description: '`failing` while the attempts at its next event fail',
+  }),
+})
+
+const WebhookSecretField = Type.String({
+  description: 'The HMAC-SHA256 key of `Tessera-Signature` (`whsec_...`, used whole as UTF-8)',
+})
+
+export const CreatedWebhook = Type.Object({
+  ...WebhookObject.properties,
+  secret: WebhookSecretField,
+})
+
+export const WebhookSecret = Type.Object({ id: Type.String(), secret: WebhookSecretField })
+
+export const WebhookAttempt = Type.Object({
+  at: Type.String(),
+  status: Type.Union([Type.Integer(), Type.Null()], {
+    description: 'The HTTP status; null when there was no answer',
+  }),
+  error: Type.Optional(
+    Type.String({ description: 'Why it failed: HTTP <status>, a timeout, a connection error' }),
+  ),
+  durationMs: Type.Integer(),
+})
+
+export const WebhookDelivery = Type.Object({
+  eventId: Type.String({ description: 'Also sent as Tessera-Event-Id' }),
+  seq: Type.Union([Type.Integer(), Type.Null()], {
+    description: 'The event stream position; null for a ping',
+  }),
+  action: Type.String(),
+  state: Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')]),
+  created: Type.String({ description: 'The first attempt' }),
+  nextAttempt: Type.Optional(Type.String({ description: 'While pending' })),
+  attempts: Type.Array(WebhookAttempt, { description: 'Oldest first' }),
+})

@@ -1,0 +1,64 @@
+/** Why a token does not open a request. */
+export type FailureReason =
+  /** Retrieve codes: the string does not parse, its signature fails, a tk past its `exp`, a
+   * deleted token or one of a disabled or deleted account. */
+  | 'TokenMalformed'
+  | 'TokenInvalid'
+  | 'TokenExpired'
+  | 'TokenRevoked'
+  /** The token lacks a scope the request needs. */
+  | 'MissingScope'
+  /** The token has allowedUrls and the request's Origin/Referer matches none of them. */
+  | 'UrlNotAllowed'
+  /** Tessera could not answer and nothing usable was cached: fail closed. */
+  | 'TesseraUnavailable'
+
+export type TokenUsage = 'pk' | 'sk' | 'tk'
+
+/** A token that opens the request. Shared and frozen: do not mutate. */
+export interface VerifiedToken {
+  readonly valid: true
+  /** The account (username) the token belongs to. */
+  readonly account: string
+  readonly usage: TokenUsage
+  readonly scopes: readonly string[]
+  /** The token's id (the `{token_id}` of the Tokens API); a tk carries none. */
+  readonly id: string | undefined
+  readonly clientId: string | undefined
+  /** Issued at, epoch seconds. */
+  readonly iat: number | undefined
+  /** Expiry, epoch seconds: tk only. */
+  readonly exp: number | undefined
+  /** The token's restriction; undefined when it has none. */
+  readonly allowedUrls: readonly string[] | undefined
+}
+
+export interface RefusedToken {
+  readonly valid: false
+  readonly reason: FailureReason
+}
+
+export type Verification = VerifiedToken | RefusedToken
+
+/** What a request brings to a verification. */
+export interface VerifyOptions {
+  /** Scope(s) the request needs: all of them. */
+  scope?: string | readonly string[]
+  /** The request's `Origin` header. */
+  origin?: string | undefined
+  /** The request's `Referer` header. */
+  referer?: string | undefined
+}
+
+const refused = (reason: FailureReason): RefusedToken => Object.freeze({ valid: false, reason })
+
+/** One shared object per reason, so that refusing allocates nothing. */
+export const refusals: Readonly<Record<FailureReason, RefusedToken>> = Object.freeze({
+  TokenMalformed: refused('TokenMalformed'),
+  TokenInvalid: refused('TokenInvalid'),
+  TokenExpired: refused('TokenExpired'),
+  TokenRevoked: refused('TokenRevoked'),
+  MissingScope: refused('MissingScope'),
+  UrlNotAllowed: refused('UrlNotAllowed'),
+  TesseraUnavailable: refused('TesseraUnavailable'),
+})

@@ -1,0 +1,49 @@
+import type { AllowedUrls } from './allowed-urls.js'
+import { refusals, type Verification, type VerifyOptions } from './answers.js'
+
+/** A cached answer of Tessera about one token string, with what checking it needs precomputed. */
+export interface Entry {
+  readonly token: string
+  /** Replaced by TokenExpired once a tk's exp has passed. */
+  answer: Verification
+  readonly scopes: ReadonlySet<string>
+  readonly urls: AllowedUrls | undefined
+  /** When the entry stops being usable, epoch ms. */
+  expiresAt: number
+  /** Index keys: the token id and the account, when known. */
+  readonly id: string | undefined
+  readonly account: string | undefined
+}
+
+/** What a lookup answers when Tessera cannot: never cached. */
+export const unavailable: Entry = Object.freeze({
+  token: '',
+  answer: refusals.TesseraUnavailable,
+  scopes: new Set<string>(),
+  urls: undefined,
+  expiresAt: 0,
+  id: undefined,
+  account: undefined,
+})
+
+/** The checks of one request against a cached answer: allowed URLs, then scopes. */
+export function check(entry: Entry, options: VerifyOptions | undefined): Verification {
+  const answer = entry.answer
+  if (!answer.valid) return answer
+  if (entry.urls !== undefined) {
+    if (options === undefined || !entry.urls.allows(options.origin, options.referer)) {
+      return refusals.UrlNotAllowed
+    }
+  }
+  const scope = options?.scope
+  if (scope !== undefined) {
+    if (typeof scope === 'string') {
+      if (!entry.scopes.has(scope)) return refusals.MissingScope
+    } else {
+      for (const s of scope as readonly string[]) {
+        if (!entry.scopes.has(s)) return refusals.MissingScope
+      }
+    }
+  }
+  return answer
+}

@@ -1,0 +1,24 @@
+export { AllowedUrls } from './allowed-urls.js'
+export type {
+  FailureReason,
+  RefusedToken,
+  TokenUsage,
+  Verification,
+  VerifiedToken,
+  VerifyOptions,
+} from './answers.js'
+export { type Refusal, refusalFor, tokenFrom } from './http.js'
+export {
+  type MiddlewareOptions,
+  type NextFunction,
+  sendRefusal,
+  verifierMiddleware,
+} from './middleware.js'
+export { type SseEvent, SseParser } from './sse.js'
+export { TesseraUnreachableError } from './transport.js'
+export {
+  createVerifier,
+  Verifier,
+  type VerifierOptions,
+  type VerifierStats,
+} from './verifier.js'

@@ -1,0 +1,111 @@
+import { AllowedUrls } from './allowed-urls.js'
+import { type FailureReason, refusals, type TokenUsage } from './answers.js'
+import type { Entry } from './entry.js'
+
+const usages = new Set<string>(['pk', 'sk', 'tk'])
+const inactiveCodes = new Set<string>([
+  'TokenMalformed',
+  'TokenInvalid',
+  'TokenExpired',
+  'TokenRevoked',
+])
+const noScopes: ReadonlySet<string> = new Set()
+
+/** Token strings as Tessera issues them: anything else is TokenMalformed without asking. */
+const tokenShape = /^(?:pk|sk|tk)\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/
+export const maxTokenLength = 4096
+export const plausibleToken = (token: string) =>
+  token.length <= maxTokenLength && tokenShape.test(token)
+
+/** Thrown for an introspection answer of an unexpected shape: treated like no answer. */
+export class UnexpectedAnswerError extends Error {
+  override name = 'UnexpectedAnswerError'
+}
+
+const isNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v)
+const isStringArray = (v: unknown): v is string[] =>
+  Array.isArray(v) && v.every((s) => typeof s === 'string')
+
+/** The account and id a token string names (its payload, unverified), for dropping it later. */
+function named(token: string): { account?: string; id?: string } {
+  try {
+    const payload = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString())
+    return {
+      ...(typeof payload?.u === 'string' ? { account: payload.u } : {}),
+      ...(typeof payload?.a === 'string' ? { id: payload.a } : {}),
+    }
+  } catch {
+    return {}
+  }
+}
+
+export interface EntryTimes {
+  now: number
+  /** Longest a pk/sk answer is kept. */
+  maxAgeMs: number
+  /** How long a refusal is kept. */
+  negativeTtlMs: number
+}
+
+/** A refusal entry (not asked, or Tessera said inactive). */
+export function refusalEntry(token: string, reason: FailureReason, times: EntryTimes): Entry {
+  const { account, id } = named(token)
+  return {
+    token,
+    answer: refusals[reason],
+    scopes: noScopes,
+    urls: undefined,
+    expiresAt: times.now + times.negativeTtlMs,
+    id,
+    account,
+  }
+}
+
+/** Turns `POST /admin/v1/introspect`'s answer into an entry; throws UnexpectedAnswerError. */
+export function entryOf(token: string, body: unknown, times: EntryTimes): Entry {
+  const b = body as Record<string, unknown> | null
+  if (typeof b !== 'object' || b === null || typeof b.active !== 'boolean') {
+    throw new UnexpectedAnswerError('introspection answered no "active"')
+  }
+  if (!b.active) {
+    const code = typeof b.code === 'string' && inactiveCodes.has(b.code) ? b.code : 'TokenInvalid'
+    return refusalEntry(token, code as FailureReason, times)
+  }
+  const { username, usage, scope, id, client_id, iat, exp, allowedUrls } = b
+  if (
+    typeof username !== 'string' ||
+    typeof usage !== 'string' ||
+    !usages.has(usage) ||
+    typeof scope !== 'string' ||
+    (id !== undefined && typeof id !== 'string') ||
+    (exp !== undefined && !isNumber(exp)) ||
+    (allowedUrls !== undefined && allowedUrls !== null && !isStringArray(allowedUrls))
+  ) {
+    throw new UnexpectedAnswerError('introspection answered an active token of an unknown shape')
+  }
+  const scopes = Object.freeze(scope.split(' ').filter((s) => s !== ''))
+  const urls = Array.isArray(allowedUrls) && allowedUrls.length > 0 ? allowedUrls : undefined
+  const answer = Object.freeze({
+    valid: true as const,
+    account: username,
+    usage: usage as TokenUsage,
+    scopes,
+    id: typeof id === 'string' ? id : undefined,
+    clientId: typeof client_id === 'string' ? client_id : undefined,
+    iat: isNumber(iat) ? iat : undefined,
+    exp: isNumber(exp) ? exp : undefined,
+    allowedUrls: urls === undefined ? undefined : Object.freeze([...urls]),
+  })
+  // A tk is stateless: good until its exp (unless its account changes); pk/sk until an event.
+  let expiresAt = times.now + times.maxAgeMs
+  if (usage === 'tk') expiresAt = isNumber(exp) ? Math.min(exp * 1000, expiresAt) : times.now
+  return {
+    token,
+    answer,
+    scopes: new Set(scopes),
+    urls: urls === undefined ? undefined : new AllowedUrls(urls),
+    expiresAt,
+    id: answer.id,
+    account: username,
+  }
+}

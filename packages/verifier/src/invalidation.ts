@@ -1,0 +1,40 @@
+import type { EntryCache } from './entry-cache.js'
+import type { SseEvent } from './sse.js'
+
+/** Events after which cached answers of a token (target.id) or an account are dropped. */
+const tokenActions = new Set(['token.updated', 'token.deleted'])
+const accountActions = new Set([
+  'account.changed',
+  'account.disabled',
+  'account.enabled',
+  'account.deleted',
+])
+
+/**
+ * Drops what an event of Tessera's stream makes outdated: a token's answers (token.updated,
+ * token.deleted: target.id), an account's (account.*: account), or everything (reset, or an
+ * event of those kinds that cannot be read). Other events change no answer.
+ */
+export function invalidate(cache: EntryCache, event: SseEvent): void {
+  const isToken = tokenActions.has(event.event)
+  if (!isToken && !accountActions.has(event.event)) {
+    if (event.event === 'reset') cache.clear()
+    return
+  }
+  const key = keyOf(event.data, isToken)
+  if (key === undefined) cache.clear()
+  else if (isToken) cache.dropToken(key)
+  else cache.dropAccount(key)
+}
+
+/** The token id (target.id) or the account an event names; undefined if it names none. */
+function keyOf(json: string, isToken: boolean): string | undefined {
+  let data: { target?: { id?: unknown }; account?: unknown }
+  try {
+    data = JSON.parse(json)
+  } catch {
+    return undefined
+  }
+  const key = isToken ? data?.target?.id : (data?.account ?? data?.target?.id)
+  return typeof key === 'string' ? key : undefined
+}

@@ -1,0 +1,56 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Verification, VerifiedToken } from './answers.js'
+import { headerValue, type Refusal, refusalFor, tokenFrom } from './http.js'
+import type { Verifier } from './verifier.js'
+
+declare module 'node:http' {
+  interface IncomingMessage {
+    /** The verified token, set by the Tessera middleware before `next()`. */
+    tessera?: VerifiedToken
+  }
+}
+
+export interface MiddlewareOptions {
+  verifier: Verifier
+  /** Scope(s) every request through this middleware needs. */
+  scope?: string | readonly string[]
+  /** Where the token is; default: `Authorization: Bearer`, else the `access_token` query parameter. */
+  getToken?: (req: IncomingMessage) => string | undefined
+}
+
+export type NextFunction = (err?: unknown) => void
+
+/** Writes a refusal as JSON `{message, details}` with its status. */
+export function sendRefusal(res: ServerResponse, refusal: Refusal): void {
+  res.statusCode = refusal.status
+  for (const [name, value] of Object.entries(refusal.headers)) res.setHeader(name, value)
+  res.setHeader('content-type', 'application/json; charset=utf-8')
+  res.end(JSON.stringify(refusal.body))
+}
+
+/**
+ * A Connect/Express-style middleware `(req, res, next)`: a valid token sets `req.tessera` and
+ * calls `next()`; otherwise it answers 401 (no or bad token), 403 (a scope missing, a URL not
+ * allowed) or 503 (Tessera cannot be asked) with a JSON `{message, details}` body.
+ */
+export function verifierMiddleware(options: MiddlewareOptions) {
+  const { verifier, getToken } = options
+  const scope = options.scope
+  return function tesseraMiddleware(req: IncomingMessage, res: ServerResponse, next: NextFunction) {
+    const token = getToken === undefined ? tokenFrom(req.headers, req.url) : getToken(req)
+    if (token === undefined) return sendRefusal(res, refusalFor('TokenMissing'))
+    const request = {
+      scope,
+      origin: headerValue(req.headers.origin),
+      referer: headerValue(req.headers.referer),
+    }
+    const done = (answer: Verification) => {
+      if (!answer.valid) return sendRefusal(res, refusalFor(answer.reason))
+      req.tessera = answer
+      next()
+    }
+    const cached = verifier.verifyCached(token, request)
+    if (cached !== undefined) return done(cached)
+    verifier.verify(token, request).then(done, next)
+  }
+}

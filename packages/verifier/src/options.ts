@@ -1,0 +1,51 @@
+export interface VerifierOptions {
+  /** Tessera's base URL, e.g. `https://tessera.internal:8443`. */
+  url: string
+  /** An operator key (`Authorization: Bearer` of the admin API). */
+  adminKey: string
+  /** PEM certificate(s) to trust instead of Node's default CAs (Tessera's generated one). */
+  ca?: string | Buffer | ReadonlyArray<string | Buffer>
+  /**
+   * How long cached answers keep serving once the event stream is down, counted from the last
+   * moment it was known live; then the cache is dropped and every token is asked again (and
+   * refused while Tessera cannot answer). Default 30,000 ms.
+   */
+  staleForMs?: number
+  /** Most cached tokens; the oldest is dropped first. Default 10,000. */
+  maxEntries?: number
+  /** Longest a pk/sk answer is kept even without an event. Default 600,000 ms (10 minutes). */
+  maxAgeMs?: number
+  /** How long a refusal from Tessera (revoked, invalid...) is kept. Default 10,000 ms; 0: never. */
+  negativeTtlMs?: number
+  /** Introspection request timeout. Default 5,000 ms. */
+  timeoutMs?: number
+  /** After a failed introspection, answer TesseraUnavailable without asking for this long. Default 1,000 ms. */
+  failFastMs?: number
+  /** The event stream counts as dead after this long without a byte (Tessera pings every 15 s). Default 30,000 ms. */
+  heartbeatTimeoutMs?: number
+  /** Longest wait between reconnection attempts of the event stream. Default 10,000 ms. */
+  maxRetryMs?: number
+  /** Problems reaching Tessera (each new message once in a row). Default: process.emitWarning. */
+  onError?: (err: Error) => void
+}
+
+export interface VerifierStats {
+  entries: number
+  /** The event stream is open. */
+  streamLive: boolean
+  /** Cached answers are being served (false before the stream first opens and once stale). */
+  serving: boolean
+  lastEventId: string
+}
+
+/** The defaults of every optional setting (see VerifierOptions). */
+export const defaults = {
+  staleForMs: 30_000,
+  maxEntries: 10_000,
+  maxAgeMs: 600_000,
+  negativeTtlMs: 10_000,
+  timeoutMs: 5_000,
+  failFastMs: 1_000,
+  heartbeatTimeoutMs: 30_000,
+  maxRetryMs: 10_000,
+}

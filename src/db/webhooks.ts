@@ -1,0 +1,338 @@
+import { type Kysely, PostgresAdapter, type Selectable } from 'kysely'
+import type { Attempt } from '../webhooks/sender.js'
+import type { Database, WebhookEndpointsTable } from './schema.js'
+
+type Executor = Kysely<Database>
+
+export type EndpointState = 'healthy' | 'failing'
+export type DeliveryState = 'pending' | 'delivered' | 'failed'
+
+export interface EndpointRecord {
+  id: string
+  url: string
+  secret: string
+  /** Empty: every action. */
+  events: string[]
+  created: string
+  /** The last outbox seq handled. */
+  lastSeq: number
+  state: EndpointState
+  /** Epoch ms of the next retry of the event at the head; 0 when none waits. */
+  retryAt: number
+}
+
+/** Where the delivery of one event to one endpoint stands, with every attempt. */
+export interface DeliveryRecord {
+  eventId: string
+  /** The outbox seq; null for a ping. */
+  seq: number | null
+  action: string
+  state: DeliveryState
+  /** The first attempt. */
+  created: string
+  /** When the next attempt is due, while pending. */
+  nextAttempt?: string
+  attempts: Attempt[]
+}
+
+/** A delivery as the dispatcher writes it after an attempt; `id` once it exists. */
+export interface DeliveryWrite {
+  id?: number
+  eventId: string
+  seq: number | null
+  action: string
+  state: DeliveryState
+  created: string
+  updated: string
+  attempts: number
+  nextAttempt: string | null
+}
+
+const toEndpoint = (row: Selectable<WebhookEndpointsTable>): EndpointRecord => ({
+  id: row.id,
+  url: row.url,
+  secret: row.secret,
+  events: JSON.parse(row.events),
+  created: row.created,
+  lastSeq: Number(row.last_seq),
+  state: row.state as EndpointState,
+  retryAt: Number(row.retry_at),
+})
+
+const isPostgres = (db: Executor) => db.getExecutor().adapter instanceof PostgresAdapter
+
+/** Writes a delivery and its newest attempt (`attempts` is its number). */
+async function writeDelivery(trx: Executor, endpointId: string, d: DeliveryWrite, a: Attempt) {
+  let id = d.id
+  const values = {
+    state: d.state,
+    updated: d.updated,
+    attempts: d.attempts,
+    next_attempt: d.nextAttempt,
+  }
+  if (id === undefined) {
+    const row = await trx
+      .insertInto('webhook_deliveries')
+      .values({
+        endpoint_id: endpointId,
+        event_id: d.eventId,
+        seq: d.seq,
+        action: d.action,
+        created: d.created,
+        ...values,
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow()
+    id = Number(row.id)
+  } else {
+    await trx.updateTable('webhook_deliveries').set(values).where('id', '=', id).execute()
+  }
+  await trx
+    .insertInto('webhook_attempts')
+    .values({
+      delivery_id: id,
+      n: d.attempts,
+      at: a.at,
+      status: a.status,
+      error: a.error ?? null,
+      duration_ms: a.durationMs,
+    })
+    .execute()
+  return id
+}
+
+export const webhookRepo = {
+  async insert(db: Executor, e: EndpointRecord): Promise<void> {
+    await db
+      .insertInto('webhook_endpoints')
+      .values({
+        id: e.id,
+        url: e.url,
+        secret: e.secret,
+        events: JSON.stringify(e.events),
+        created: e.created,
+        last_seq: e.lastSeq,
+        state: e.state,
+        retry_at: e.retryAt,
+        lease_owner: null,
+        lease_until: 0,
+      })
+      .execute()
+  },
+
+  async get(db: Executor, id: string): Promise<EndpointRecord | undefined> {
+    const row = await db
+      .selectFrom('webhook_endpoints')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirst()
+    return row && toEndpoint(row)
+  },
+
+  /** In id order, which is creation order. */
+  async list(db: Executor, after: string | undefined, limit: number): Promise<EndpointRecord[]> {
+    let q = db.selectFrom('webhook_endpoints').selectAll()
+    if (after !== undefined) q = q.where('id', '>', after)
+    return (await q.orderBy('id').limit(limit).execute()).map(toEndpoint)
+  },
+
+  /** Its deliveries and their attempts go with it. */
+  async remove(db: Executor, id: string): Promise<boolean> {
+    const result = await db.deleteFrom('webhook_endpoints').where('id', '=', id).executeTakeFirst()
+    return Number(result.numDeletedRows) > 0
+  },
+
+  /** What the dispatcher looks at every poll: a small table, read whole. */
+  async schedule(db: Executor) {
+    const rows = await db
+      .selectFrom('webhook_endpoints')
+      .select(['id', 'last_seq', 'retry_at', 'lease_until'])
+      .execute()
+    return rows.map((r) => ({
+      id: r.id,
+      lastSeq: Number(r.last_seq),
+      retryAt: Number(r.retry_at),
+      leaseUntil: Number(r.lease_until),
+    }))
+  },
+
+  /**
+   * Leases one endpoint that has events up to `horizon` to handle and no retry to wait for,
+   * the one served longest ago first (a released lease keeps its release time). On PostgreSQL, `FOR UPDATE SKIP LOCKED` lets instances
+   * claim side by side without waiting on each other, and never the same endpoint; the lease
+   * condition is checked again on the locked row.
+   */
+  async claim(
+    db: Executor,
+    c: {
+      owner: string
+      /** The service's clock, for retries. */
+      now: number
+      /** The real clock, for leases. */
+      clock: number
+      until: number
+      horizon: number
+    },
+  ): Promise<EndpointRecord | undefined> {
+    const row = await db
+      .updateTable('webhook_endpoints')
+      .set({ lease_owner: c.owner, lease_until: c.until })
+      .where((eb) => {
+        let next = eb
+          .selectFrom('webhook_endpoints as w')
+          .select('w.id')
+          .where('w.lease_until', '<=', c.clock)
+          .where('w.retry_at', '<=', c.now)
+          .where('w.last_seq', '<', c.horizon)
+          .orderBy('w.lease_until')
+          .limit(1)
+        if (isPostgres(db)) next = next.forUpdate().skipLocked()
+        return eb('id', '=', next)
+      })
+      .where('lease_until', '<=', c.clock)
+      .returningAll()
+      .executeTakeFirst()
+    return row && toEndpoint(row)
+  },
+
+  /** Ends a lease, keeping how far the holder got; false when it was no longer the holder's. */
+  async release(
+    db: Executor,
+    r: { id: string; owner: string; lastSeq: number; now: number },
+  ): Promise<boolean> {
+    const result = await db
+      .updateTable('webhook_endpoints')
+      .set({ last_seq: r.lastSeq, lease_owner: null, lease_until: r.now })
+      .where('id', '=', r.id)
+      .where('lease_owner', '=', r.owner)
+      .executeTakeFirst()
+    return Number(result.numUpdatedRows) > 0
+  },
+
+  /** A delivery under way (pending), to carry on its attempts. */
+  async pending(db: Executor, endpointId: string, eventId: string) {
+    const row = await db
+      .selectFrom('webhook_deliveries')
+      .select(['id', 'attempts', 'created'])
+      .where('endpoint_id', '=', endpointId)
+      .where('event_id', '=', eventId)
+      .where('state', '=', 'pending')
+      .executeTakeFirst()
+    return row && { id: Number(row.id), attempts: row.attempts, created: row.created }
+  },
+
+  /**
+   * An attempt, its delivery and the endpoint's progress, in one transaction, only while
+   * `owner` holds the lease (an instance that lost it writes nothing); answers the delivery's id,
+   * or undefined when the lease was lost or the endpoint removed.
+   */
+  async record(
+    db: Executor,
+    r: {
+      endpointId: string
+      owner: string
+      endpoint: { lastSeq: number; state: EndpointState; retryAt: number }
+      delivery: DeliveryWrite
+      attempt: Attempt
+    },
+  ): Promise<number | undefined> {
+    return db.transaction().execute(async (trx) => {
+      const held = await trx
+        .updateTable('webhook_endpoints')
+        .set({
+          last_seq: r.endpoint.lastSeq,
+          state: r.endpoint.state,
+          retry_at: r.endpoint.retryAt,
+        })
+        .where('id', '=', r.endpointId)
+        .where('lease_owner', '=', r.owner)
+        .executeTakeFirst()
+      if (Number(held.numUpdatedRows) === 0) return undefined
+      return writeDelivery(trx, r.endpointId, r.delivery, r.attempt)
+    })
+  },
+
+  /** A ping's delivery (outside the endpoint's order: no lease). False: the endpoint is gone. */
+  async recordPing(
+    db: Executor,
+    endpointId: string,
+    delivery: DeliveryWrite,
+    attempt: Attempt,
+  ): Promise<boolean> {
+    return db.transaction().execute(async (trx) => {
+      const exists = await trx
+        .selectFrom('webhook_endpoints')
+        .select('id')
+        .where('id', '=', endpointId)
+        .executeTakeFirst()
+      if (exists === undefined) return false
+      await writeDelivery(trx, endpointId, delivery, attempt)
+      return true
+    })
+  },
+
+  /** The internal position of a delivery, for paging by event id. */
+  async position(db: Executor, endpointId: string, eventId: string) {
+    const row = await db
+      .selectFrom('webhook_deliveries')
+      .select('id')
+      .where('endpoint_id', '=', endpointId)
+      .where('event_id', '=', eventId)
+      .executeTakeFirst()
+    return row && Number(row.id)
+  },
+
+  /** Newest first, with their attempts oldest first. */
+  async deliveries(
+    db: Executor,
+    endpointId: string,
+    before: number | undefined,
+    limit: number,
+  ): Promise<DeliveryRecord[]> {
+    let q = db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', endpointId)
+    if (before !== undefined) q = q.where('id', '<', before)
+    const rows = await q.orderBy('id', 'desc').limit(limit).execute()
+    if (rows.length === 0) return []
+    const attempts = await db
+      .selectFrom('webhook_attempts')
+      .selectAll()
+      .where(
+        'delivery_id',
+        'in',
+        rows.map((r) => r.id),
+      )
+      .orderBy('delivery_id')
+      .orderBy('n')
+      .execute()
+    const byDelivery = new Map<number, Attempt[]>()
+    for (const a of attempts) {
+      const attempt: Attempt = { at: a.at, status: a.status, durationMs: a.duration_ms }
+      if (a.error !== null) attempt.error = a.error
+      const list = byDelivery.get(Number(a.delivery_id))
+      if (list === undefined) byDelivery.set(Number(a.delivery_id), [attempt])
+      else list.push(attempt)
+    }
+    return rows.map((r) => {
+      const d: DeliveryRecord = {
+        eventId: r.event_id,
+        seq: r.seq === null ? null : Number(r.seq),
+        action: r.action,
+        state: r.state as DeliveryState,
+        created: r.created,
+        attempts: byDelivery.get(Number(r.id)) ?? [],
+      }
+      if (r.next_attempt !== null) d.nextAttempt = r.next_attempt
+      return d
+    })
+  },
+
+  /** Removes finished deliveries last changed before `before` (ISO); answers how many. */
+  async prune(db: Executor, before: string): Promise<number> {
+    const result = await db
+      .deleteFrom('webhook_deliveries')
+      .where('updated', '<', before)
+      .where('state', '<>', 'pending')
+      .executeTakeFirst()
+    return Number(result.numDeletedRows)
+  },
+}

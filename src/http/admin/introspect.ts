@@ -1,0 +1,113 @@
+import type { Static } from '@sinclair/typebox'
+import type { FastifyInstance } from 'fastify'
+import type { AppContext } from '../../context.js'
+import { ApiError } from '../../errors.js'
+import type { Validation } from '../../tokens/validator.js'
+import { tags } from './common.js'
+import { adminErrors, IntrospectBody, Introspection, operatorKey } from './schemas.js'
+
+type Answer = Static<typeof Introspection>
+type Valid = Extract<Validation, { code: 'TokenValid' }>
+
+const description = [
+  'RFC 7662 token introspection for the APIs behind Tessera: everything a resource server needs',
+  'in one round trip. The body is JSON `{"token": "...", "token_type_hint"?: "..."}` or the',
+  "RFC's form, `application/x-www-form-urlencoded` `token=...` (a repeated field takes its",
+  'first value; the hint is ignored). A missing, empty or non-string `token`, or a body that is',
+  'neither, answers 422 `resources are invalid`.',
+  "The rules are retrieve's (`GET /tokens/v2`), and `code` is what retrieve says of the same",
+  'string. An active token answers `{active: true, scope, username, token_type: "Bearer", exp',
+  '(tk only), iat, client_id, id (pk and sk), usage, allowedUrls (when restricted), code:',
+  "\"TokenValid\"}`: `scope` is space-separated; `iat` is a tk's issue time and a pk's or sk's",
+  "creation time, in epoch seconds; `client_id` is the token's `client` (`api`), as token",
+  'objects and retrieve say it; `id` is the token id, which a tk does not carry (it names no',
+  'parent token), so a tk has none. Any other token answers `{active: false, code}` and nothing',
+  'more: `TokenMalformed`, `TokenInvalid`, `TokenExpired`, or `TokenRevoked` (deleted, or its',
+  'account disabled or deleted). Counted as a validation, like retrieve.',
+].join(' ')
+
+const inactive = (code: Validation['code']): Answer => ({ active: false, code })
+
+/** The first `token` and `token_type_hint` of a form; nothing else of it is kept. */
+function formFields(body: string) {
+  const form = new URLSearchParams(body)
+  const fields: Record<string, string> = {}
+  for (const name of ['token', 'token_type_hint']) {
+    const value = form.get(name)
+    if (value !== null) fields[name] = value
+  }
+  return fields
+}
+
+/** `POST /admin/v1/introspect`: a token string as RFC 7662 describes it, for operators only. */
+export function introspectRoutes(app: FastifyInstance, ctx: AppContext): void {
+  /** A valid pk or sk as its record says it now; revoked if it went since it was validated. */
+  const permanent = async (validation: Valid): Promise<Answer> => {
+    const { principal } = validation
+    const account = await ctx.accounts.find(principal.username)
+    if (account === undefined || principal.tokenId === undefined) return inactive('TokenRevoked')
+    const token = await ctx.tokens.get(account, principal.tokenId).catch((err: unknown) => {
+      if (err instanceof ApiError && err.kind === 'notFound') return undefined
+      throw err
+    })
+    if (token === undefined) return inactive('TokenRevoked')
+    return {
+      active: true,
+      scope: token.scopes.join(' '),
+      username: account.username,
+      token_type: 'Bearer',
+      iat: Math.floor(Date.parse(token.created) / 1000),
+      client_id: token.client,
+      id: token.id,
+      usage: token.usage,
+      allowedUrls: token.allowedUrls,
+      code: 'TokenValid',
+    }
+  }
+
+  const describe = (validation: Valid): Answer | Promise<Answer> => {
+    const { parsed } = validation
+    if (parsed.usage !== 'tk') return permanent(validation)
+    const { u, exp, iat, scopes, client } = parsed.payload
+    return {
+      active: true,
+      scope: scopes.join(' '),
+      username: u,
+      token_type: 'Bearer',
+      exp,
+      iat,
+      client_id: client,
+      usage: 'tk',
+      code: 'TokenValid',
+    }
+  }
+
+  // Its own context: the form parser serves this route only, never the token API.
+  app.register(async (scope) => {
+    scope.addContentTypeParser(
+      'application/x-www-form-urlencoded',
+      { parseAs: 'string' },
+      (_request, body, done) => done(null, formFields(body as string)),
+    )
+
+    scope.post(
+      '/introspect',
+      {
+        schema: {
+          summary: 'Introspect a token',
+          description,
+          tags,
+          security: operatorKey,
+          body: IntrospectBody,
+          response: { 200: Introspection, ...adminErrors(422) },
+        },
+      },
+      async (request) => {
+        const { token } = request.body as Static<typeof IntrospectBody>
+        const validation = await ctx.tokens.validate(token)
+        ctx.metrics.validated(validation)
+        return validation.code === 'TokenValid' ? describe(validation) : inactive(validation.code)
+      },
+    )
+  })
+}

@@ -1,0 +1,431 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js'
+import { verifySignature } from '../../src/webhooks/signature.js'
+import { all, call, type Harness, harness, T0 } from '../helpers.js'
+import { admin, adminEnv } from './admin-client.js'
+import { Receiver, waitFor } from './webhook-receiver.js'
+
+/**
+ * Webhooks end to end: a real dispatcher posting to a real local HTTPS receiver (trusted through
+ * WEBHOOK_CA_FILE, reached with WEBHOOK_ALLOW_PRIVATE=1), on the test's clock.
+ */
+
+const iso = (ms: number) => new Date(ms).toISOString()
+const hour = 3_600_000
+
+describe('webhook delivery', () => {
+  let h: Harness
+  let rx: Receiver
+  beforeEach(async () => {
+    rx = await Receiver.start()
+    h = await harness({ ...adminEnv, WEBHOOK_ALLOW_PRIVATE: '1', WEBHOOK_CA_FILE: rx.caFile })
+  })
+  afterEach(async () => {
+    await h.close()
+    await rx.close()
+  })
+
+  const register = async (body: { url: string; events?: string[] }) => {
+    const res = await admin(h.app, 'POST', '/webhooks', body)
+    expect(res.status).toBe(201)
+    return res.body as { id: string; secret: string }
+  }
+  const deliveries = async (id: string) => {
+    const res = await admin(h.app, 'GET', `/webhooks/${id}/deliveries`)
+    expect(res.status).toBe(200)
+    // biome-ignore lint/suspicious/noExplicitAny: JSON answers
+    return res.body as any[]
+  }
+  /** The audit events after the first `skip`, oldest first: what the webhooks should get. */
+  const eventsSince = async (after: number) =>
+    (await h.ctx.audit.list({ limit: 100 })).reverse().slice(after)
+  /** Token changes through the API: create, update, delete; answers the holder's token. */
+  const tokenChanges = async () => {
+    const holder = await h.token('alice', all)
+    const made = await call(h.app, 'POST', '/tokens/v2/alice', holder.token, {
+      note: 'for the webhook',
+      scopes: ['scopes:list'],
+    })
+    expect(made.status).toBe(200)
+    const path = `/tokens/v2/alice/${made.body.id}`
+    expect((await call(h.app, 'PATCH', path, holder.token, { note: 'renamed' })).status).toBe(200)
+    expect((await call(h.app, 'DELETE', path, holder.token)).status).toBe(204)
+    return { holder, made: made.body }
+  }
+
+  it('posts each event, signed, with its exact body, and records the attempt', async () => {
+    const before = (await h.ctx.audit.list({ limit: 100 })).length
+    const hook = await register({ url: rx.url() })
+    expect(hook).toEqual({
+      id: expect.stringMatching(/^wh_[0-9a-z]{19}$/),
+      url: rx.url(),
+      events: [],
+      created: iso(T0),
+      state: 'healthy',
+      secret: expect.stringMatching(/^whsec_[\w-]{32}$/),
+    })
+    h.ctx.webhooks.start()
+    const { holder, made } = await tokenChanges()
+    await waitFor(() => rx.received.length === 4)
+
+    const expected = await eventsSince(before)
+    expect(expected.map((e) => e.action)).toEqual([
+      'token.created',
+      'token.created',
+      'token.updated',
+      'token.deleted',
+    ])
+    // The accounts made before the endpoint existed are not delivered to it.
+    expect(rx.received.map((r) => r.event)).toEqual(expected)
+    for (const r of rx.received) {
+      expect(r.headers['content-type']).toBe('application/json')
+      expect(r.headers['user-agent']).toBe('Tessera-Webhooks/1')
+      expect(r.headers['tessera-event-id']).toBe(r.event.id)
+      expect(r.headers['tessera-signature']).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/)
+      expect(r.headers['tessera-signature']).toContain(`t=${T0 / 1000},`)
+      expect(verifySignature(hook.secret, r.body, String(r.headers['tessera-signature']), T0)).toBe(
+        true,
+      )
+    }
+    const deleted = rx.received[3]
+    expect(JSON.parse(deleted?.body ?? '')).toEqual({
+      id: expect.stringMatching(/^[0-9a-f]{13}[0-9a-z]{12}$/),
+      at: iso(T0),
+      action: 'token.deleted',
+      actor: { type: 'token', id: holder.id, usage: 'sk' },
+      target: { type: 'token', id: made.id },
+      account: 'alice',
+      address: '127.0.0.1',
+      requestId: expect.any(String),
+      details: { usage: 'sk' },
+    })
+    expect(deleted?.body).toBe(JSON.stringify(deleted?.event))
+
+    const listed = await waitFor(async () => {
+      const list = await deliveries(hook.id)
+      return list.every((d) => d.state === 'delivered') && list.length === 4 && list
+    })
+    expect(listed.map((d) => d.eventId)).toEqual(expected.map((e) => e.id).reverse())
+    expect(listed[0]).toEqual({
+      eventId: expected[3]?.id,
+      seq: expect.any(Number),
+      action: 'token.deleted',
+      state: 'delivered',
+      created: iso(T0),
+      attempts: [{ at: iso(T0), status: 200, durationMs: expect.any(Number) }],
+    })
+  })
+
+  it('delivers only the actions of its filter; others get everything', async () => {
+    const some = await register({
+      url: rx.url('/some'),
+      events: ['token.deleted', 'token.updated'],
+    })
+    await register({ url: rx.url('/every') })
+    h.ctx.webhooks.start()
+    await tokenChanges()
+    await waitFor(() => rx.received.length === 6)
+    const got = (path: string) =>
+      rx.received.filter((r) => r.path === path).map((r) => r.event.action)
+    expect(got('/some')).toEqual(['token.updated', 'token.deleted'])
+    expect(got('/every')).toEqual([
+      'token.created',
+      'token.created',
+      'token.updated',
+      'token.deleted',
+    ])
+    expect((await deliveries(some.id)).map((d) => d.action)).toEqual([
+      'token.deleted',
+      'token.updated',
+    ])
+  })
+
+  it('retries through a receiver that fails and is down; every event arrives once, in order', async () => {
+    const before = (await h.ctx.audit.list({ limit: 100 })).length
+    rx.respond = () => 500
+    const hook = await register({ url: rx.url() })
+    h.ctx.webhooks.start()
+    await tokenChanges()
+    await waitFor(() => rx.received.length === 1)
+    const [head] = await waitFor(async () => {
+      const list = await deliveries(hook.id)
+      return list.length === 1 && list
+    })
+    expect(head).toMatchObject({ state: 'pending', attempts: [{ status: 500, error: 'HTTP 500' }] })
+    expect(Date.parse(head.nextAttempt) - T0).toBeLessThanOrEqual(1000)
+    expect((await admin(h.app, 'GET', `/webhooks/${hook.id}`)).body.state).toBe('failing')
+    // The next events wait for the first.
+    await new Promise((r) => setTimeout(r, 600))
+    expect(rx.received).toHaveLength(1)
+
+    await rx.down()
+    h.clock.now += hour
+    await waitFor(async () => (await deliveries(hook.id))[0]?.attempts.length === 2)
+    await rx.up()
+    rx.respond = () => 200
+    h.clock.now += hour
+    await waitFor(() => rx.accepted.length === 4)
+
+    const expected = (await eventsSince(before)).map((e) => e.id)
+    const accepted = rx.accepted.map((r) => r.event.id)
+    expect(accepted).toEqual(expected)
+    expect(new Set(accepted).size).toBe(4)
+    const list = await waitFor(async () => {
+      const l = await deliveries(hook.id)
+      return l.every((d) => d.state === 'delivered') && l
+    })
+    const first = list.at(-1)
+    expect(first.attempts.map((a: { status: number | null }) => a.status)).toEqual([500, null, 200])
+    expect(first.attempts[1].error).toMatch(/ECONNREFUSED/)
+    expect(first.attempts.map((a: { at: string }) => a.at)).toEqual([
+      iso(T0),
+      iso(T0 + hour),
+      iso(T0 + 2 * hour),
+    ])
+    expect(list.slice(0, 3).map((d) => d.attempts.length)).toEqual([1, 1, 1])
+    expect((await admin(h.app, 'GET', `/webhooks/${hook.id}`)).body.state).toBe('healthy')
+  })
+
+  it('gives an event up 24 hours after its first attempt, then moves on', async () => {
+    let doomed: string | undefined
+    rx.respond = (r) => {
+      doomed ??= r.event.id
+      return r.event.id === doomed ? 500 : 200
+    }
+    const hook = await register({ url: rx.url() })
+    h.ctx.webhooks.start()
+    await h.token('alice', all)
+    await h.token('bob', all)
+    await waitFor(() => rx.received.length === 1)
+    const attempts = async () => (await deliveries(hook.id)).at(-1)?.attempts.length
+    await waitFor(async () => (await attempts()) === 1)
+
+    h.clock.now = T0 + 23 * hour
+    await waitFor(async () => (await attempts()) === 2)
+    expect((await deliveries(hook.id))[0]).toMatchObject({ state: 'pending' })
+    expect(rx.accepted).toHaveLength(0)
+
+    h.clock.now = T0 + 25 * hour
+    await waitFor(() => rx.accepted.length === 1)
+    const list = await waitFor(async () => {
+      const l = await deliveries(hook.id)
+      return l.length === 2 && l[0].state === 'delivered' && l
+    })
+    expect(list[1]).toMatchObject({ eventId: doomed, state: 'failed', created: iso(T0) })
+    expect(list[1].nextAttempt).toBeUndefined()
+    expect(list[1].attempts.map((a: { at: string }) => a.at)).toEqual([
+      iso(T0),
+      iso(T0 + 23 * hour),
+      iso(T0 + 25 * hour),
+    ])
+    expect(rx.accepted[0]?.event.account).toBe('bob')
+  })
+
+  it('pings at once and answers the delivery, delivered or failed', async () => {
+    const hook = await register({ url: rx.url() })
+    const ok = await admin(h.app, 'POST', `/webhooks/${hook.id}/ping`)
+    expect(ok.status).toBe(200)
+    expect(ok.body).toEqual({
+      eventId: expect.stringMatching(/^[0-9a-f]{13}[0-9a-z]{12}$/),
+      seq: null,
+      action: 'ping',
+      state: 'delivered',
+      created: iso(T0),
+      attempts: [{ at: iso(T0), status: 200, durationMs: expect.any(Number) }],
+    })
+    const [got] = rx.received
+    expect(got?.event).toEqual({
+      id: ok.body.eventId,
+      at: iso(T0),
+      action: 'ping',
+      target: { type: 'webhook', id: hook.id },
+    })
+    expect(
+      verifySignature(hook.secret, got?.body ?? '', String(got?.headers['tessera-signature']), T0),
+    ).toBe(true)
+
+    rx.respond = () => 503
+    const failed = await admin(h.app, 'POST', `/webhooks/${hook.id}/ping`)
+    expect(failed.body).toMatchObject({
+      state: 'failed',
+      attempts: [{ status: 503, error: 'HTTP 503' }],
+    })
+    expect((await deliveries(hook.id)).map((d) => d.state)).toEqual(['failed', 'delivered'])
+  })
+
+  it('stops promptly with an attempt in flight, which another dispatcher makes again', async () => {
+    rx.respond = () => 'hang'
+    const hook = await register({ url: rx.url() })
+    h.ctx.webhooks.start()
+    await h.token('alice', all)
+    await waitFor(() => rx.received.length === 1)
+    const since = performance.now()
+    await h.ctx.webhooks.stop()
+    expect(performance.now() - since).toBeLessThan(1000)
+    expect(await deliveries(hook.id)).toEqual([])
+
+    rx.respond = () => 200
+    const next = new WebhookDispatcher(h.ctx.webhooks.deps)
+    next.start()
+    try {
+      await waitFor(() => rx.accepted.length === 1)
+      expect(rx.accepted[0]?.event.id).toBe(rx.received[0]?.event.id)
+    } finally {
+      await next.stop()
+    }
+  })
+})
+
+describe('webhook endpoints', () => {
+  let h: Harness
+  beforeEach(async () => {
+    h = await harness({ ...adminEnv, WEBHOOK_ALLOW_PRIVATE: '1' })
+  })
+  afterEach(() => h.close())
+
+  it('are created, listed in pages, read, revealed and removed', async () => {
+    const made = []
+    for (const n of [1, 2, 3]) {
+      h.clock.now = T0 + n
+      made.push((await admin(h.app, 'POST', '/webhooks', { url: `https://127.0.0.1/${n}` })).body)
+    }
+    const first = await admin(h.app, 'GET', '/webhooks?limit=2')
+    expect(first.body.map((w: { id: string }) => w.id)).toEqual([made[0].id, made[1].id])
+    expect(first.body[0]).toEqual({
+      id: made[0].id,
+      url: 'https://127.0.0.1/1',
+      events: [],
+      created: iso(T0 + 1),
+      state: 'healthy',
+    })
+    expect(first.headers.link).toBe(
+      `<https://127.0.0.1:8443/admin/v1/webhooks?limit=2&start=${made[1].id}>; rel="next"`,
+    )
+    const second = await admin(h.app, 'GET', `/webhooks?limit=2&start=${made[1].id}`)
+    expect(second.body.map((w: { id: string }) => w.id)).toEqual([made[2].id])
+    expect(second.headers.link).toBeUndefined()
+
+    const one = await admin(h.app, 'GET', `/webhooks/${made[1].id}`)
+    expect(one.status).toBe(200)
+    expect(one.body.secret).toBeUndefined()
+    expect((await admin(h.app, 'GET', `/webhooks/${made[1].id}/secret`)).body).toEqual({
+      id: made[1].id,
+      secret: made[1].secret,
+    })
+
+    expect((await admin(h.app, 'DELETE', `/webhooks/${made[1].id}`)).status).toBe(204)
+    for (const [method, path] of [
+      ['GET', ''],
+      ['GET', '/secret'],
+      ['DELETE', ''],
+      ['POST', '/ping'],
+      ['GET', '/deliveries'],
+    ] as const) {
+      const res = await admin(h.app, method, `/webhooks/${made[1].id}${path}`)
+      expect(res.status).toBe(404)
+      expect(res.body).toEqual({ message: 'Not found', details: `no such webhook: ${made[1].id}` })
+    }
+    expect((await admin(h.app, 'GET', '/webhooks')).body).toHaveLength(2)
+  })
+
+  it.each([
+    [{ url: 'https://127.0.0.1/', events: ['token.exploded'] }, 'no such event: token.exploded'],
+    [{ url: 'ftp://127.0.0.1/' }, 'url must be an https:// or http:// URL'],
+    [{ url: 'not a url' }, 'url is not an absolute URL'],
+    [{ url: 'https://u:p@127.0.0.1/' }, 'url must not carry a user name or password'],
+    [{ url: 'https://nowhere.invalid/' }, /^url's host nowhere\.invalid does not resolve/],
+    [{ url: 7 }, undefined],
+    [{}, undefined],
+    [{ url: 'https://127.0.0.1/', events: 'token.created' }, undefined],
+  ])('refuse %j with 422', async (body, details) => {
+    const res = await admin(h.app, 'POST', '/webhooks', body)
+    expect(res.status).toBe(422)
+    expect(res.body.message).toBe('resources are invalid')
+    if (details === undefined) expect(res.body.details).toBeUndefined()
+    else expect(res.body.details).toMatch(details)
+  })
+
+  it('page deliveries by event id and refuse an unknown start', async () => {
+    const hook = (await admin(h.app, 'POST', '/webhooks', { url: 'https://127.0.0.1:9/' })).body
+    for (let i = 0; i < 3; i++) await admin(h.app, 'POST', `/webhooks/${hook.id}/ping`)
+    const page = await admin(h.app, 'GET', `/webhooks/${hook.id}/deliveries?limit=2`)
+    expect(page.body).toHaveLength(2)
+    expect(page.body[0].attempts[0]).toMatchObject({ status: null, error: /ECONNREFUSED/ })
+    const start = page.body[1].eventId
+    expect(page.headers.link).toBe(
+      `<https://127.0.0.1:8443/admin/v1/webhooks/${hook.id}/deliveries?limit=2&start=${start}>; rel="next"`,
+    )
+    const rest = await admin(h.app, 'GET', `/webhooks/${hook.id}/deliveries?limit=2&start=${start}`)
+    expect(rest.body).toHaveLength(1)
+    expect(rest.headers.link).toBeUndefined()
+    for (const bad of ['nope', '0000000000000000000000000']) {
+      const res = await admin(h.app, 'GET', `/webhooks/${hook.id}/deliveries?start=${bad}`)
+      expect(res).toMatchObject({ status: 422, body: { message: 'start is invalid' } })
+    }
+  })
+
+  it('answer 401 without a valid operator key', async () => {
+    const id = (await admin(h.app, 'POST', '/webhooks', { url: 'https://127.0.0.1/' })).body.id
+    const routes = [
+      ['POST', '/webhooks'],
+      ['GET', '/webhooks'],
+      ['GET', `/webhooks/${id}`],
+      ['GET', `/webhooks/${id}/secret`],
+      ['DELETE', `/webhooks/${id}`],
+      ['POST', `/webhooks/${id}/ping`],
+      ['GET', `/webhooks/${id}/deliveries`],
+    ] as const
+    for (const [method, path] of routes) {
+      for (const key of [null, 'op-nobody-0123456789abcdefghijklmnopqrstuvwxyz']) {
+        const body = method === 'POST' ? { url: 'https://127.0.0.1/' } : undefined
+        const res = await admin(h.app, method, path, body, key)
+        expect(res.status).toBe(401)
+        expect(res.body).toEqual({ message: 'Unauthorized' })
+      }
+    }
+    expect((await admin(h.app, 'GET', '/webhooks')).body).toHaveLength(1)
+  })
+})
+
+describe('webhook endpoints without WEBHOOK_ALLOW_PRIVATE', () => {
+  let h: Harness
+  beforeEach(async () => {
+    h = await harness(adminEnv)
+  })
+  afterEach(() => h.close())
+
+  it.each([
+    ['https://127.0.0.1/hook', "url's host 127.0.0.1 is a loopback address"],
+    ['https://127.1.2.3:8443/hook', "url's host 127.1.2.3 is a loopback address"],
+    ['https://10.0.0.5/hook', "url's host 10.0.0.5 is a private address"],
+    ['https://172.20.1.1/hook', "url's host 172.20.1.1 is a private address"],
+    ['https://192.168.0.10/hook', "url's host 192.168.0.10 is a private address"],
+    ['https://100.64.1.1/hook', "url's host 100.64.1.1 is a private address"],
+    [
+      'https://169.254.169.254/latest/meta-data',
+      "url's host 169.254.169.254 is a link-local address",
+    ],
+    ['https://0.0.0.0/hook', "url's host 0.0.0.0 is an unspecified address"],
+    ['https://[::1]/hook', "url's host ::1 is a loopback address"],
+    ['https://[::ffff:127.0.0.1]/hook', "url's host ::ffff:7f00:1 is a loopback address"],
+    ['https://[fd12:3456::1]/hook', "url's host fd12:3456::1 is a private address"],
+    ['https://[fe80::1]/hook', "url's host fe80::1 is a link-local address"],
+    ['https://0x7f000001/hook', "url's host 127.0.0.1 is a loopback address"],
+    [
+      'https://localhost/hook',
+      /^url's host localhost resolves to a loopback address \((127\.0\.0\.1|::1)\)$/,
+    ],
+    ['http://93.184.215.14/hook', 'url must be an https:// URL'],
+  ])('refuse %s', async (url, details) => {
+    const res = await admin(h.app, 'POST', '/webhooks', { url })
+    expect(res.status).toBe(422)
+    expect(res.body.message).toBe('resources are invalid')
+    expect(res.body.details).toMatch(details)
+    expect((await admin(h.app, 'GET', '/webhooks')).body).toEqual([])
+  })
+
+  it('take a public address', async () => {
+    const res = await admin(h.app, 'POST', '/webhooks', { url: 'https://93.184.215.14/hook' })
+    expect(res.status).toBe(201)
+  })
+})
