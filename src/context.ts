@@ -10,6 +10,7 @@ import { auditRepo } from './db/audit.js'
 import { localChanges, postgresChanges } from './db/changes.js'
 import { createDatabase, type Db, isUnavailable, migrateToLatest } from './db/database.js'
 import { outboxRepo } from './db/outbox.js'
+import { webhookRepo } from './db/webhooks.js'
 import { EventFeed } from './events/feed.js'
 import { Metrics } from './metrics/metrics.js'
 import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js'
@@ -198,7 +199,8 @@ export async function createContext(
   const prune = async () => {
     const cutoff = isoTime(now() - config.auditRetentionDays * 86_400_000)
     const removed = await auditRepo.prune(db, cutoff)
-    await outboxRepo.prune(db, isoTime(now() - config.eventRetentionHours * 3_600_000))
+    const eventCutoff = isoTime(now() - config.eventRetentionHours * 3_600_000)
+    await outboxRepo.prune(db, eventCutoff, await webhookRepo.lowestCursor(db))
     await usage.prune()
     return removed
   }

@@ -65,7 +65,6 @@ export class HolderService {
     const link = secret()
     const now = this.now()
     await this.db.transaction().execute(async (trx) => {
-      await auditRepo.insert(trx, this.event('account.invited', actor, username))
       await holdersRepo.endLinks(trx, username, isoTime(now))
       await holdersRepo.addLink(trx, {
         idHash: digest(link),
@@ -73,6 +72,7 @@ export class HolderService {
         created: isoTime(now),
         expires: isoTime(now + setupLinkLifetimeMs),
       })
+      await auditRepo.insert(trx, this.event('account.invited', actor, username))
     })
     return link
   }

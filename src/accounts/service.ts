@@ -145,8 +145,8 @@ export class AccountService {
       }
       await accountsRepo.insert(trx, account)
       await tokensRepo.insert(trx, token)
-      await auditRepo.insert(trx, event)
       await within?.(trx, account)
+      await auditRepo.insert(trx, event)
       // A name used before: instances that remember the old account forget it.
       await this.tokens.notifyChanged(trx, [accountChange(username)])
     })

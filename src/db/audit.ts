@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from 'kysely'
+import { type Kysely, PostgresAdapter, type Selectable, sql } from 'kysely'
 import type { AuditAction, AuditEvent } from '../audit/events.js'
 import type { AuditEventsTable, Database } from './schema.js'
 
@@ -52,6 +52,9 @@ const toEvent = (row: Selectable<AuditEventsTable>): AuditEvent => {
   return event
 }
 
+/** The advisory lock that orders the outbox on PostgreSQL (any constant of our own). */
+const outboxLock = 0x7e55e4a
+
 const toOutboxRow = (e: AuditEvent) => ({
   event_id: e.id,
   at: e.at,
@@ -64,12 +67,21 @@ export const auditRepo = {
   /**
    * In the caller's transaction: the event commits or rolls back with its change. Each event is
    * also put in the integrations' outbox (event stream, webhooks), in the same transaction.
+   * Make it the transaction's last write (see the lock below).
    */
   async insert(db: Executor, events: AuditEvent | AuditEvent[]): Promise<void> {
     const list = [events].flat()
     if (list.length === 0) return
     const write = async (trx: Executor) => {
       await trx.insertInto('audit_events').values(list.map(toRow)).execute()
+      // On PostgreSQL a sequence number is taken at insert, not at commit: with this lock, held
+      // until the transaction ends, numbers become visible in order, so a reader that sees one
+      // has seen every number before it (a gap is a transaction rolled back, never one still
+      // open). Hence the rule: the event is the last write of its transaction (no row lock is
+      // taken while holding this one, so no deadlock).
+      if (trx.getExecutor().adapter instanceof PostgresAdapter) {
+        await sql`select pg_advisory_xact_lock(${outboxLock})`.execute(trx)
+      }
       await trx.insertInto('event_outbox').values(list.map(toOutboxRow)).execute()
     }
     if (db.isTransaction) await write(db)

@@ -47,9 +47,14 @@ export const outboxRepo = {
     return row?.seq == null ? undefined : Number(row.seq)
   },
 
-  /** Removes events older than `before` (ISO); answers how many. */
-  async prune(db: Executor, before: string): Promise<number> {
-    const result = await db.deleteFrom('event_outbox').where('at', '<', before).executeTakeFirst()
+  /**
+   * Removes events older than `before` (ISO), but none after `upTo` when given (the events a
+   * webhook endpoint has still to handle); answers how many.
+   */
+  async prune(db: Executor, before: string, upTo?: number): Promise<number> {
+    let q = db.deleteFrom('event_outbox').where('at', '<', before)
+    if (upTo !== undefined) q = q.where('seq', '<=', upTo)
+    const result = await q.executeTakeFirst()
     return Number(result.numDeletedRows)
   },
 }

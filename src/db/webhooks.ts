@@ -1,4 +1,4 @@
-import { type Kysely, PostgresAdapter, type Selectable } from 'kysely'
+import { type Kysely, PostgresAdapter, type Selectable, sql } from 'kysely'
 import type { Attempt } from '../webhooks/sender.js'
 import type { Database, WebhookEndpointsTable } from './schema.js'
 
@@ -61,9 +61,24 @@ const toEndpoint = (row: Selectable<WebhookEndpointsTable>): EndpointRecord => (
 
 const isPostgres = (db: Executor) => db.getExecutor().adapter instanceof PostgresAdapter
 
-/** Writes a delivery and its newest attempt (`attempts` is its number). */
+/**
+ * `last_seq` set to `seq` unless it is already further: a cursor never moves back. A write that
+ * committed but whose reply was lost (the caller saw an error) may have moved it past an event
+ * already recorded as delivered; writing the holder's older cursor over it would send that
+ * event again and again.
+ */
+const cursorAtLeast = (db: Executor, seq: number) =>
+  isPostgres(db) ? sql<number>`greatest(last_seq, ${seq})` : sql<number>`max(last_seq, ${seq})`
+
+/**
+ * Writes a delivery and its newest attempt (`attempts` is its number). Without an `id`, the
+ * delivery is inserted, or, when the endpoint already has one for this event (its cursor was
+ * set back, or an earlier write committed unseen), that one is updated and the attempt numbered
+ * after its attempts: recording an event twice never fails.
+ */
 async function writeDelivery(trx: Executor, endpointId: string, d: DeliveryWrite, a: Attempt) {
   let id = d.id
+  let n = d.attempts
   const values = {
     state: d.state,
     updated: d.updated,
@@ -81,9 +96,18 @@ async function writeDelivery(trx: Executor, endpointId: string, d: DeliveryWrite
         created: d.created,
         ...values,
       })
-      .returning('id')
+      .onConflict((oc) =>
+        oc.columns(['endpoint_id', 'event_id']).doUpdateSet({
+          state: d.state,
+          updated: d.updated,
+          attempts: sql<number>`webhook_deliveries.attempts + 1`,
+          next_attempt: d.nextAttempt,
+        }),
+      )
+      .returning(['id', 'attempts'])
       .executeTakeFirstOrThrow()
     id = Number(row.id)
+    n = Number(row.attempts)
   } else {
     await trx.updateTable('webhook_deliveries').set(values).where('id', '=', id).execute()
   }
@@ -91,7 +115,7 @@ async function writeDelivery(trx: Executor, endpointId: string, d: DeliveryWrite
     .insertInto('webhook_attempts')
     .values({
       delivery_id: id,
-      n: d.attempts,
+      n,
       at: a.at,
       status: a.status,
       error: a.error ?? null,
@@ -195,14 +219,17 @@ export const webhookRepo = {
     return row && toEndpoint(row)
   },
 
-  /** Ends a lease, keeping how far the holder got; false when it was no longer the holder's. */
+  /**
+   * Ends a lease, keeping how far the holder got (never moving the cursor back: see
+   * `cursorAtLeast`); false when it was no longer the holder's.
+   */
   async release(
     db: Executor,
     r: { id: string; owner: string; lastSeq: number; now: number },
   ): Promise<boolean> {
     const result = await db
       .updateTable('webhook_endpoints')
-      .set({ last_seq: r.lastSeq, lease_owner: null, lease_until: r.now })
+      .set({ last_seq: cursorAtLeast(db, r.lastSeq), lease_owner: null, lease_until: r.now })
       .where('id', '=', r.id)
       .where('lease_owner', '=', r.owner)
       .executeTakeFirst()
@@ -240,7 +267,7 @@ export const webhookRepo = {
       const held = await trx
         .updateTable('webhook_endpoints')
         .set({
-          last_seq: r.endpoint.lastSeq,
+          last_seq: cursorAtLeast(trx, r.endpoint.lastSeq),
           state: r.endpoint.state,
           retry_at: r.endpoint.retryAt,
         })
@@ -324,6 +351,18 @@ export const webhookRepo = {
       if (r.next_attempt !== null) d.nextAttempt = r.next_attempt
       return d
     })
+  },
+
+  /**
+   * The smallest cursor of the endpoints, or undefined when there is none: the outbox keeps the
+   * events after it, which some endpoint has still to handle.
+   */
+  async lowestCursor(db: Executor): Promise<number | undefined> {
+    const row = await db
+      .selectFrom('webhook_endpoints')
+      .select((eb) => eb.fn.min('last_seq').as('seq'))
+      .executeTakeFirst()
+    return row?.seq == null ? undefined : Number(row.seq)
   },
 
   /** Removes finished deliveries last changed before `before` (ISO); answers how many. */

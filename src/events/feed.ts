@@ -4,11 +4,12 @@ import { type OutboxEvent, outboxRepo } from '../db/outbox.js'
 import type { Database } from '../db/schema.js'
 
 /**
- * The events that follow `after` without a gap. On PostgreSQL a sequence number is taken when
- * the event is inserted, so a transaction still open leaves a gap that a later one has already
- * filled behind it; what follows a gap waits until the gap is filled, or until `waitMs` has
- * passed since it was first seen (a transaction rolled back leaves its numbers unused for good).
- * `gaps` remembers when each gap was first seen, by the first missing number.
+ * The events that follow `after` without a gap. A transaction rolled back leaves its sequence
+ * numbers unused for good; on PostgreSQL the outbox lock (see `auditRepo.insert`) makes numbers
+ * visible in order, so a gap is never a transaction still open. Still, what follows a gap waits
+ * until the gap is filled or `waitMs` has passed since it was first seen: were numbers ever
+ * taken outside that lock, a late commit would wait rather than be skipped. `gaps` remembers
+ * when each gap was first seen, by the first missing number.
  */
 export function contiguous(
   after: number,
@@ -73,7 +74,7 @@ export class EventFeed {
     options: FeedOptions = {},
   ) {
     this.pollMs = options.pollMs ?? 100
-    this.gapWaitMs = options.gapWaitMs ?? 2_000
+    this.gapWaitMs = options.gapWaitMs ?? 250
     this.now = options.now ?? Date.now
   }
 

@@ -28,7 +28,13 @@ const maxRuns = 8
 const batch = 100
 const horizonBatch = 500
 const gapWaitMs = 2_000
-/** Retried for this long from the first attempt, then marked failed. */
+/**
+ * An event is retried until this long after it happened (its `at`, or the endpoint's creation
+ * if later), then marked failed. Not from its first attempt: the events behind a failing one
+ * are not attempted, so after an outage of days that would let the backlog advance by one event
+ * a day, while the outbox prune (EVENT_RETENTION_HOURS) caught up with it. Counted from the
+ * event, the backlog older than this gets one attempt each and is marked failed at once.
+ */
 export const giveUpMs = 24 * 3_600_000
 const pruneEveryMs = 3_600_000
 
@@ -43,7 +49,7 @@ export function backoffMs(failures: number, random = Math.random): number {
 
 type Outcome = 'next' | 'wait' | 'stopped' | 'lost'
 
-const eventIdOf = (event: OutboxEvent) => (JSON.parse(event.body) as { id: string }).id
+const parseEvent = (event: OutboxEvent) => JSON.parse(event.body) as { id: string; at?: string }
 
 /**
  * Delivers the outbox's events to the webhook endpoints: at least once, in order per endpoint.
@@ -234,19 +240,23 @@ export class WebhookDispatcher {
     head: boolean,
   ): Promise<Outcome> {
     const { db, log } = this.deps
-    const eventId = eventIdOf(event)
+    const { id: eventId, at } = parseEvent(event)
     const previous = head ? await webhookRepo.pending(db, endpoint.id, eventId) : undefined
     const sent = await this.sender.send(endpoint, eventId, event.body, this.stopping.signal)
     if (sent.aborted) return 'stopped'
     const now = this.deps.now()
     const attempts = (previous?.attempts ?? 0) + 1
     const created = previous?.created ?? sent.attempt.at
-    const first = Date.parse(created)
+    // When its retries started counting (see `giveUpMs`); the first attempt if it has no time.
+    const happened = Date.parse(at ?? '')
+    const since = Number.isNaN(happened)
+      ? Date.parse(created)
+      : Math.max(happened, Date.parse(endpoint.created))
     let state: DeliveryState = 'delivered'
     let retryAt = 0
     if (!sent.delivered) {
-      state = now - first >= giveUpMs ? 'failed' : 'pending'
-      if (state === 'pending') retryAt = Math.min(now + backoffMs(attempts), first + giveUpMs)
+      state = now - since >= giveUpMs ? 'failed' : 'pending'
+      if (state === 'pending') retryAt = Math.min(now + backoffMs(attempts), since + giveUpMs)
     }
     const written = await webhookRepo.record(db, {
       endpointId: endpoint.id,
@@ -272,7 +282,8 @@ export class WebhookDispatcher {
     if (written === undefined) return 'lost'
     if (!sent.delivered) {
       const fields = { webhook: endpoint.id, event: eventId, attempts, error: sent.attempt.error }
-      if (state === 'failed') log.warn(fields, 'webhooks: delivery failed for 24 hours; given up')
+      if (state === 'failed')
+        log.warn(fields, 'webhooks: undelivered 24 hours after the event; given up')
       else log.info(fields, 'webhooks: attempt failed; retried later')
     }
     return state === 'pending' ? 'wait' : 'next'

@@ -21,8 +21,9 @@ const maxUrlLength = 2048
 export const bareHost = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1')
 
 /**
- * An endpoint URL as stored: absolute https (http only with WEBHOOK_ALLOW_PRIVATE, for a local
- * receiver), no credentials (the signature is the receiver's proof), no fragment.
+ * An endpoint URL as stored (its `href`, at most 2,048 characters): absolute https (http only
+ * with WEBHOOK_ALLOW_PRIVATE, for a local receiver), no credentials (the signature is the
+ * receiver's proof), no fragment.
  */
 export function parseEndpointUrl(text: string, allowPrivate: boolean): URL {
   if (text.length > maxUrlLength) throw new TargetError(`url is longer than ${maxUrlLength}`)
@@ -42,6 +43,11 @@ export function parseEndpointUrl(text: string, allowPrivate: boolean): URL {
   }
   if (bareHost(url) === '') throw new TargetError('url has no host')
   url.hash = ''
+  // What is stored is the normalised href, which percent-encoding (and punycode) can make
+  // several times longer than the text given.
+  if (url.href.length > maxUrlLength) {
+    throw new TargetError(`url is longer than ${maxUrlLength} once normalised`)
+  }
   return url
 }
 

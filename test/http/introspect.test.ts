@@ -183,6 +183,22 @@ describe('inactive tokens', () => {
     for (const token of tokens) expect((await introspect(token)).body.active).toBe(true)
   })
 
+  it("reads the account from the database, not the instance's cache that may lag behind", async () => {
+    const sk = await authorizer()
+    const tk = await temporary(sk.token, ['styles:read'])
+    const tokens = [h.alice.defaultToken.token as string, sk.token, tk]
+    for (const token of tokens) expect((await introspect(token)).body.active).toBe(true)
+    // Disabled by another instance whose change this instance has not heard of yet.
+    await h.ctx.db
+      .updateTable('accounts')
+      .set({ disabled: 1 })
+      .where('username', '=', 'alice')
+      .execute()
+    for (const token of tokens) {
+      expect((await introspect(token)).body).toEqual({ active: false, code: 'TokenRevoked' })
+    }
+  })
+
   it("answers TokenRevoked for a deleted account's pk, sk and tk", async () => {
     const sk = await authorizer()
     const tk = await temporary(sk.token, ['styles:read'])

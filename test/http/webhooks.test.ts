@@ -1,4 +1,6 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { outboxRepo } from '../../src/db/outbox.js'
+import { webhookRepo } from '../../src/db/webhooks.js'
 import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js'
 import { verifySignature } from '../../src/webhooks/signature.js'
 import { all, call, type Harness, harness, T0 } from '../helpers.js'
@@ -186,7 +188,7 @@ describe('webhook delivery', () => {
     expect((await admin(h.app, 'GET', `/webhooks/${hook.id}`)).body.state).toBe('healthy')
   })
 
-  it('gives an event up 24 hours after its first attempt, then moves on', async () => {
+  it('gives an event up 24 hours after it happened, then moves on', async () => {
     let doomed: string | undefined
     rx.respond = (r) => {
       doomed ??= r.event.id
@@ -219,6 +221,121 @@ describe('webhook delivery', () => {
       iso(T0 + 25 * hour),
     ])
     expect(rx.accepted[0]?.event.account).toBe('bob')
+  })
+
+  it('after an outage of days, gives each event older than 24 hours one attempt, then moves on', async () => {
+    rx.respond = () => 500
+    const hook = await register({ url: rx.url() })
+    h.ctx.webhooks.start()
+    await h.token('alice', all)
+    await h.token('bob', all)
+    await h.token('alice', all)
+    await waitFor(async () => (await deliveries(hook.id)).length === 1)
+
+    // Three days later, the receiver still failing: the backlog is failed, one attempt each.
+    h.clock.now = T0 + 72 * hour
+    const list = await waitFor(async () => {
+      const l = await deliveries(hook.id)
+      return l.length === 3 && l.every((d) => d.state === 'failed') && l
+    })
+    expect(list.slice(0, 2).map((d) => d.attempts.length)).toEqual([1, 1])
+    for (const d of list) {
+      expect(d.attempts.at(-1)).toMatchObject({ at: iso(T0 + 72 * hour), status: 500 })
+      expect(d.nextAttempt).toBeUndefined()
+    }
+    // What happens once it answers again is delivered.
+    rx.respond = () => 200
+    await h.token('bob', all)
+    await waitFor(() => rx.accepted.length === 1)
+    expect(rx.accepted[0]?.event).toMatchObject({ account: 'bob', at: iso(T0 + 72 * hour) })
+  })
+
+  it('keeps the outbox events an endpoint has still to handle past their retention', async () => {
+    const hook = await register({ url: rx.url() })
+    const cursor = (await webhookRepo.get(h.ctx.db, hook.id))?.lastSeq ?? -1
+    await h.token('alice', all)
+    await h.token('bob', all)
+    // Past EVENT_RETENTION_HOURS (168): only what the endpoint has handled goes.
+    h.clock.now = T0 + 200 * hour
+    await h.ctx.prune()
+    expect(await outboxRepo.oldest(h.ctx.db)).toBeGreaterThan(cursor)
+    expect(await outboxRepo.after(h.ctx.db, cursor, 10)).toHaveLength(2)
+
+    h.ctx.webhooks.start()
+    await waitFor(() => rx.accepted.length === 2)
+    expect(rx.accepted.map((r) => r.event.account)).toEqual(['alice', 'bob'])
+    await waitFor(async () => (await webhookRepo.get(h.ctx.db, hook.id))?.state === 'healthy')
+    await waitFor(async () => {
+      await h.ctx.prune()
+      return (await outboxRepo.oldest(h.ctx.db)) === undefined
+    })
+  })
+
+  it('carries on after a write that committed but answered an error, sending nothing twice', async () => {
+    const hook = await register({ url: rx.url() })
+    // The first delivery's write commits, then the connection drops before the reply.
+    const record = webhookRepo.record
+    let dropped = false
+    const spy = vi.spyOn(webhookRepo, 'record').mockImplementation(async (db, r) => {
+      const written = await record(db, r)
+      if (!dropped && r.delivery.state === 'delivered') {
+        dropped = true
+        throw new Error('Connection terminated unexpectedly')
+      }
+      return written
+    })
+    try {
+      h.ctx.webhooks.start()
+      await h.token('alice', all)
+      await h.token('bob', all)
+      await waitFor(() => rx.accepted.length >= 2)
+      // Anything sent again would show up.
+      await new Promise((r) => setTimeout(r, 600))
+      expect(dropped).toBe(true)
+      expect(rx.accepted.map((r) => r.event.account)).toEqual(['alice', 'bob'])
+      const list = await deliveries(hook.id)
+      expect(list.map((d) => [d.state, d.attempts.length])).toEqual([
+        ['delivered', 1],
+        ['delivered', 1],
+      ])
+    } finally {
+      spy.mockRestore()
+    }
+  })
+
+  it('records an event sent again after its cursor was set back, and carries on', async () => {
+    const hook = await register({ url: rx.url() })
+    const cursor = (await webhookRepo.get(h.ctx.db, hook.id))?.lastSeq ?? -1
+    h.ctx.webhooks.start()
+    await h.token('alice', all)
+    await h.token('bob', all)
+    await waitFor(async () => {
+      const list = await deliveries(hook.id)
+      return list.length === 2 && list.every((d) => d.state === 'delivered')
+    })
+    await h.ctx.webhooks.stop()
+    await h.ctx.db.updateTable('webhook_endpoints').set({ last_seq: cursor }).execute()
+    await h.token('alice', all)
+
+    h.clock.now = T0 + hour
+    const next = new WebhookDispatcher(h.ctx.webhooks.deps)
+    next.start()
+    try {
+      await waitFor(() => rx.accepted.length === 5)
+      // At least once: the two are sent again, and recorded as second attempts.
+      const list = await waitFor(async () => {
+        const l = await deliveries(hook.id)
+        return l.length === 3 && l.every((d) => d.state === 'delivered') && l
+      })
+      expect(list.map((d) => d.attempts.map((a: { at: string }) => a.at))).toEqual([
+        [iso(T0 + hour)],
+        [iso(T0), iso(T0 + hour)],
+        [iso(T0), iso(T0 + hour)],
+      ])
+      expect(list[2].created).toBe(iso(T0))
+    } finally {
+      await next.stop()
+    }
   })
 
   it('pings at once and answers the delivery, delivered or failed', async () => {
@@ -333,6 +450,7 @@ describe('webhook endpoints', () => {
     [{ url: 'ftp://127.0.0.1/' }, 'url must be an https:// or http:// URL'],
     [{ url: 'not a url' }, 'url is not an absolute URL'],
     [{ url: 'https://u:p@127.0.0.1/' }, 'url must not carry a user name or password'],
+    [{ url: `https://127.0.0.1/${'é'.repeat(1000)}` }, 'url is longer than 2048 once normalised'],
     [{ url: 'https://nowhere.invalid/' }, /^url's host nowhere\.invalid does not resolve/],
     [{ url: 7 }, undefined],
     [{}, undefined],

@@ -111,6 +111,8 @@ describe('endpoint URLs', () => {
     ['example.com/hook', false, 'url is not an absolute URL'],
     ['https://user:pw@example.com/', false, 'url must not carry a user name or password'],
     [`https://example.com/${'a'.repeat(2048)}`, false, 'url is longer than 2048'],
+    // 1,020 characters as given, 6,020 percent-encoded.
+    [`https://example.com/${'é'.repeat(1000)}`, false, 'url is longer than 2048 once normalised'],
   ])('refuse %s', (url, allowPrivate, reason) => {
     expect(() => parseEndpointUrl(url, allowPrivate)).toThrow(reason)
   })

@@ -92,6 +92,8 @@ export function eventRoutes(app: FastifyInstance, ctx: AppContext): void {
       }
       streams.add(end)
       raw.on('close', end)
+      // Gone while the positions were read: 'close' has fired already.
+      if (raw.destroyed) end()
     },
   )
 }

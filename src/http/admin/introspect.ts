@@ -1,5 +1,6 @@
 import type { Static } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
+import { AccountError } from '../../accounts/service.js'
 import type { AppContext } from '../../context.js'
 import { ApiError } from '../../errors.js'
 import type { Validation } from '../../tokens/validator.js'
@@ -41,10 +42,23 @@ function formFields(body: string) {
 
 /** `POST /admin/v1/introspect`: a token string as RFC 7662 describes it, for operators only. */
 export function introspectRoutes(app: FastifyInstance, ctx: AppContext): void {
+  /**
+   * The account as the database says it now, when it is there and enabled. The validator reads
+   * the instance's account cache, which may lag another instance's change by up to a second; a
+   * verifier caches this answer, so it must not describe a token that is no longer good.
+   */
+  const current = async (username: string) => {
+    const account = await ctx.accounts.get(username).catch((err: unknown) => {
+      if (err instanceof AccountError && err.kind === 'missing') return undefined
+      throw err
+    })
+    return account?.disabled === false ? account : undefined
+  }
+
   /** A valid pk or sk as its record says it now; revoked if it went since it was validated. */
   const permanent = async (validation: Valid): Promise<Answer> => {
     const { principal } = validation
-    const account = await ctx.accounts.find(principal.username)
+    const account = await current(principal.username)
     if (account === undefined || principal.tokenId === undefined) return inactive('TokenRevoked')
     const token = await ctx.tokens.get(account, principal.tokenId).catch((err: unknown) => {
       if (err instanceof ApiError && err.kind === 'notFound') return undefined
@@ -65,10 +79,14 @@ export function introspectRoutes(app: FastifyInstance, ctx: AppContext): void {
     }
   }
 
-  const describe = (validation: Valid): Answer | Promise<Answer> => {
+  const describe = async (validation: Valid): Promise<Answer> => {
     const { parsed } = validation
     if (parsed.usage !== 'tk') return permanent(validation)
     const { u, exp, iat, scopes, client } = parsed.payload
+    const account = await current(u)
+    if (account === undefined || iat < Math.floor(Date.parse(account.created) / 1000)) {
+      return inactive('TokenRevoked')
+    }
     return {
       active: true,
       scope: scopes.join(' '),
