@@ -29,6 +29,7 @@ export class TokenValidator {
   private readonly verified = new BoundedMap<ParsedToken>(50_000)
   /** One Principal per cached record or verified temporary token. */
   private readonly principals = new WeakMap<TokenRecord | ParsedToken, Principal>()
+  private readonly createdSeconds = new WeakMap<AccountRecord, number>()
 
   constructor(
     private readonly db: Db,
@@ -85,11 +86,7 @@ export class TokenValidator {
     account: AccountRecord | undefined,
   ): Validation {
     const { u, scopes, exp, iat } = parsed.payload
-    if (
-      account === undefined ||
-      account.disabled ||
-      iat < Math.floor(Date.parse(account.created) / 1000)
-    ) {
+    if (account === undefined || account.disabled || iat < this.createdSecond(account)) {
       return { code: 'TokenRevoked', parsed }
     }
     let principal = this.principals.get(parsed)
@@ -129,6 +126,16 @@ export class TokenValidator {
     }
     this.usage?.hit(record.id)
     return { code: 'TokenValid', parsed, principal: this.principalOf(record) }
+  }
+
+  /** The second an account was created; parsed once per record (Date.parse costs ~350 ns). */
+  private createdSecond(account: AccountRecord): number {
+    let second = this.createdSeconds.get(account)
+    if (second === undefined) {
+      second = Math.floor(Date.parse(account.created) / 1000)
+      this.createdSeconds.set(account, second)
+    }
+    return second
   }
 
   private principalOf(record: TokenRecord): Principal {
