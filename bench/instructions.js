@@ -3,7 +3,9 @@
 // Each server runs under callgrind twice, answering N1 and then N2 requests (autocannon, 10
 // keep-alive connections); (I2 - I1) / (N2 - N1) leaves out start-up and the warm-up. Fewer
 // than 10,000 requests leave the JIT compiler busy in the window. About 10 minutes.
-// Knobs: BENCH_N1, BENCH_N2. SQLite only; needs valgrind (Debian package `valgrind`).
+// Knobs: BENCH_N1, BENCH_N2; BENCH_ONLY=retrieve (rows whose name contains any of its
+// comma-separated words; nothing is written to bench/results then). SQLite only; needs valgrind
+// (Debian package `valgrind`).
 import { execFile, spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { request } from 'node:https'
@@ -17,6 +19,7 @@ const exec = promisify(execFile)
 const require = createRequire(import.meta.url)
 const n1 = Number(process.env.BENCH_N1 ?? 10_000)
 const n2 = Number(process.env.BENCH_N2 ?? 30_000)
+const only = process.env.BENCH_ONLY?.split(',').filter((w) => w !== '')
 
 /** Starts `args` under callgrind and waits for `pattern` in its output. */
 function underCallgrind(outDir, args, env, pattern) {
@@ -169,7 +172,7 @@ async function main() {
     // Every ratio is to the floor with the 103-byte body; a floor with the body size of tk
     // (173) or create (290) counts within 2% of it.
     const floorName = 'floor (GET, 103-byte body)'
-    const rows = [
+    const all = [
       { name: floorName, server: floor(), load: { route: '/floor/103' } },
       {
         name: 'floor + the 5 headers the contract requires',
@@ -189,10 +192,11 @@ async function main() {
         load: { route: `/tokens/v2/bench?access_token=${sk}`, method: 'POST', body },
       },
     ]
+    const rows = only ? all.filter((r) => only.some((w) => r.name.includes(w))) : all
     process.stdout.write(`Instructions per request (callgrind), ${n1} and ${n2} requests\n`)
     for (const row of rows) {
       row.instructions = Math.round(await perRequest(row.server, row.load))
-      row.ratio = (rows[0].instructions ?? row.instructions) / row.instructions
+      row.ratio = rows[0].name === floorName ? rows[0].instructions / row.instructions : Number.NaN
       process.stdout.write(`  ${row.name}: ${row.instructions}\n`)
     }
     const lines = [
@@ -202,6 +206,7 @@ async function main() {
       ...rows.map((r) => `| ${r.name} | ${r.instructions} | ${r.ratio.toFixed(2)} |`),
     ]
     process.stdout.write(`${lines.join('\n')}\n`)
+    if (only) return
     const dir = path.join(root, 'bench/results')
     mkdirSync(dir, { recursive: true })
     const result = {

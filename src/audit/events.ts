@@ -40,11 +40,13 @@ export const auditActions = [
   'signing_key.added',
   'admin_key.created',
   'admin_key.revoked',
+  'webhook.created',
+  'webhook.deleted',
 ] as const
 export type AuditAction = (typeof auditActions)[number]
 
 export interface AuditTarget {
-  type: 'token' | 'account' | 'session' | 'signing_key' | 'admin_key'
+  type: 'token' | 'account' | 'session' | 'signing_key' | 'admin_key' | 'webhook'
   id?: string
 }
 

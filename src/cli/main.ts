@@ -185,10 +185,10 @@ async function webhookCommand(
       ?.split(',')
       .map((e) => e.trim())
       .filter((e) => e !== '')
-    return hooks.create(arg, events)
+    return hooks.create(arg, events, cliActor)
   }
   if (sub === 'remove') {
-    await hooks.remove(arg)
+    await hooks.remove(arg, cliActor)
     return { id: arg, removed: true }
   }
   if (sub === 'ping') return hooks.ping(arg)

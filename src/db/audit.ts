@@ -1,5 +1,6 @@
-import { type Kysely, PostgresAdapter, type Selectable, sql } from 'kysely'
+import { CompiledQuery, type Kysely, PostgresAdapter, type Selectable } from 'kysely'
 import type { AuditAction, AuditEvent } from '../audit/events.js'
+import { compiledOnce } from './compiled.js'
 import type { AuditEventsTable, Database } from './schema.js'
 
 type Executor = Kysely<Database>
@@ -53,7 +54,7 @@ const toEvent = (row: Selectable<AuditEventsTable>): AuditEvent => {
 }
 
 /** The advisory lock that orders the outbox on PostgreSQL (any constant of our own). */
-const outboxLock = 0x7e55e4a
+const outboxLock = CompiledQuery.raw('select pg_advisory_xact_lock($1)', [0x7e55e4a])
 
 const toOutboxRow = (e: AuditEvent) => ({
   event_id: e.id,
@@ -73,16 +74,34 @@ export const auditRepo = {
     const list = [events].flat()
     if (list.length === 0) return
     const write = async (trx: Executor) => {
-      await trx.insertInto('audit_events').values(list.map(toRow)).execute()
+      const rows = list.map(toRow)
+      // Parameters in the column order of toRow, which Kysely follows (compiledOnce checks it).
+      const parameters: unknown[] = []
+      for (const r of rows) {
+        parameters.push(r.id, r.at, r.action, r.actor_type, r.actor_id, r.actor_usage)
+        parameters.push(r.username, r.target_type, r.target_id, r.address, r.request_id, r.details)
+      }
+      await trx.executeQuery(
+        compiledOnce(trx, `insert audit ${rows.length}`, parameters, () =>
+          trx.insertInto('audit_events').values(rows),
+        ),
+      )
       // On PostgreSQL a sequence number is taken at insert, not at commit: with this lock, held
       // until the transaction ends, numbers become visible in order, so a reader that sees one
       // has seen every number before it (a gap is a transaction rolled back, never one still
       // open). Hence the rule: the event is the last write of its transaction (no row lock is
       // taken while holding this one, so no deadlock).
       if (trx.getExecutor().adapter instanceof PostgresAdapter) {
-        await sql`select pg_advisory_xact_lock(${outboxLock})`.execute(trx)
+        await trx.executeQuery(outboxLock)
       }
-      await trx.insertInto('event_outbox').values(list.map(toOutboxRow)).execute()
+      const entries = list.map(toOutboxRow)
+      const values: unknown[] = []
+      for (const o of entries) values.push(o.event_id, o.at, o.action, o.username, o.body)
+      await trx.executeQuery(
+        compiledOnce(trx, `insert outbox ${entries.length}`, values, () =>
+          trx.insertInto('event_outbox').values(entries),
+        ),
+      )
     }
     if (db.isTransaction) await write(db)
     else await db.transaction().execute(write)

@@ -9,16 +9,34 @@ import { type Compilable, CompiledQuery } from 'kysely'
  */
 const texts = new WeakMap<object, Map<string, string | null>>()
 
+interface HasExecutor {
+  getExecutor(): { adapter: object; plugins: readonly unknown[] }
+}
+
+/**
+ * What the SQL of a shape depends on: the dialect and the plugins. A transaction is a new object
+ * each time but shares its database's adapter (one per Kysely instance): keyed by the adapter,
+ * SQL compiled once serves the database and every one of its transactions. An executor with
+ * plugins (none here) keeps a cache of its own.
+ */
+function cacheKey(executor: object): object {
+  const e = executor as Partial<HasExecutor>
+  if (typeof e.getExecutor !== 'function') return executor
+  const { adapter, plugins } = e.getExecutor()
+  return plugins.length === 0 ? adapter : executor
+}
+
 export function compiledOnce(
   executor: object,
   shape: string,
   parameters: readonly unknown[],
   build: () => Compilable,
 ): CompiledQuery {
-  let byShape = texts.get(executor)
+  const key = cacheKey(executor)
+  let byShape = texts.get(key)
   if (byShape === undefined) {
     byShape = new Map()
-    texts.set(executor, byShape)
+    texts.set(key, byShape)
   }
   const text = byShape.get(shape)
   if (typeof text === 'string') return CompiledQuery.raw(text, parameters as unknown[])

@@ -52,15 +52,27 @@ type Outcome = 'next' | 'wait' | 'stopped' | 'lost'
 const parseEvent = (event: OutboxEvent) => JSON.parse(event.body) as { id: string; at?: string }
 
 /**
+ * Whether an event is about the endpoint itself: its own `webhook.created`, which follows its
+ * cursor (the cursor cannot be set past it in the transaction that writes both: see
+ * `WebhookService.create`), or its `webhook.deleted`, read by a run under way when it was
+ * removed. Neither is sent to it; other endpoints get them as any event.
+ */
+function aboutItself(endpoint: EndpointRecord, event: OutboxEvent): boolean {
+  if (event.action !== 'webhook.created' && event.action !== 'webhook.deleted') return false
+  const { target } = JSON.parse(event.body) as { target?: { type?: string; id?: string } }
+  return target?.type === 'webhook' && target.id === endpoint.id
+}
+
+/**
  * Delivers the outbox's events to the webhook endpoints: at least once, in order per endpoint.
  *
  * Every poll reads how far the outbox is contiguous (the horizon: nothing before it can still
  * appear, see `contiguous`), then claims endpoints that have events up to it with a lease in
  * the database, so that on PostgreSQL each endpoint is served by one instance at a time, and
  * posts their events one after the other. An endpoint's cursor moves past an event once it is
- * delivered, finally failed, or not in its filter; a failed attempt parks the endpoint until
- * its retry (`retry_at`). Every write after an attempt is fenced by the lease: an instance that
- * lost it writes nothing.
+ * delivered, finally failed, not in its filter, or about the endpoint itself (`aboutItself`); a
+ * failed attempt parks the endpoint until its retry (`retry_at`). Every write after an attempt
+ * is fenced by the lease: an instance that lost it writes nothing.
  */
 export class WebhookDispatcher {
   /** What the admin API and the CLI call. */
@@ -210,7 +222,8 @@ export class WebhookDispatcher {
         if (events.length === 0) return
         for (const event of events) {
           if (this.stopping.signal.aborted || performance.now() >= until) return
-          if (endpoint.events.length > 0 && !endpoint.events.includes(event.action)) {
+          const filtered = endpoint.events.length > 0 && !endpoint.events.includes(event.action)
+          if (filtered || aboutItself(endpoint, event)) {
             cursor = event.seq
             continue
           }

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely'
-import { auditActions, newEventId } from '../audit/events.js'
+import { type Actor, auditActions, auditEvent, newEventId } from '../audit/events.js'
 import { eventIdPattern } from '../audit/query.js'
+import { auditRepo } from '../db/audit.js'
 import { outboxRepo } from '../db/outbox.js'
 import type { Database } from '../db/schema.js'
 import { type DeliveryRecord, type EndpointRecord, webhookRepo } from '../db/webhooks.js'
@@ -51,11 +52,17 @@ export class WebhookService {
   constructor(private readonly deps: WebhookServiceDeps) {}
 
   /**
-   * Registers an endpoint; it receives the events committed from now on. The URL is checked
-   * as deliveries will check it (https, a public address unless WEBHOOK_ALLOW_PRIVATE).
+   * Registers an endpoint; it receives the events committed from now on, but not the
+   * `webhook.created` event of its own creation. The URL is checked as deliveries will check it
+   * (https, a public address unless WEBHOOK_ALLOW_PRIVATE). The endpoint and its
+   * `webhook.created` event are written in one transaction; a refused one writes neither.
    */
-  async create(url: string, events: string[] = []): Promise<Endpoint & { secret: string }> {
-    const actions = [...new Set(events.map((a) => a.trim()))]
+  async create(
+    url: string,
+    events: string[] | undefined,
+    actor: Actor,
+  ): Promise<Endpoint & { secret: string }> {
+    const actions = [...new Set((events ?? []).map((a) => a.trim()))]
     for (const action of actions) {
       if (!known.has(action)) fail('invalidResources', `no such event: ${action.slice(0, 64)}`)
     }
@@ -74,11 +81,25 @@ export class WebhookService {
       secret: newSecret(),
       events: actions,
       created: isoTime(now),
-      lastSeq: await outboxRepo.newest(this.deps.db),
+      lastSeq: 0,
       state: 'healthy',
       retryAt: 0,
     }
-    await webhookRepo.insert(this.deps.db, record)
+    // Never the secret.
+    const details = { url: record.url, events: actions }
+    const event = this.event(now, 'webhook.created', actor, record.id, details)
+    await this.deps.db.transaction().execute(async (trx) => {
+      // The cursor starts at the newest event before this transaction's own: the endpoint's
+      // `webhook.created` comes after it, and the dispatcher skips it (an endpoint is never
+      // sent an event about itself: `aboutItself` in dispatcher.ts). The cursor cannot be set past
+      // that event instead: its sequence number is only known once it is inserted (on
+      // PostgreSQL, a sequence taken at insert), and the audit insert must be the
+      // transaction's last write (it takes the outbox lock held to commit: see
+      // `auditRepo.insert`), so the endpoint's row cannot be written after it.
+      record.lastSeq = await outboxRepo.newest(trx)
+      await webhookRepo.insert(trx, record)
+      await auditRepo.insert(trx, event)
+    })
     this.deps.added?.()
     return { ...view(record), secret: record.secret }
   }
@@ -98,10 +119,14 @@ export class WebhookService {
     return (await webhookRepo.list(this.deps.db, after, limit)).map(view)
   }
 
-  async remove(id: string): Promise<void> {
-    if (!endpointIdPattern.test(id) || !(await webhookRepo.remove(this.deps.db, id))) {
-      throw missing(id)
-    }
+  /** Removes the endpoint with its deliveries, and writes its `webhook.deleted` event. */
+  async remove(id: string, actor: Actor): Promise<void> {
+    if (!endpointIdPattern.test(id)) throw missing(id)
+    const event = this.event(this.deps.now(), 'webhook.deleted', actor, id)
+    await this.deps.db.transaction().execute(async (trx) => {
+      if (!(await webhookRepo.remove(trx, id))) throw missing(id)
+      await auditRepo.insert(trx, event)
+    })
   }
 
   /**
@@ -140,6 +165,17 @@ export class WebhookService {
       if (before === undefined) fail('badStart')
     }
     return webhookRepo.deliveries(this.deps.db, id, before, limit)
+  }
+
+  /** Service-wide: no account. */
+  private event(
+    now: number,
+    action: 'webhook.created' | 'webhook.deleted',
+    actor: Actor,
+    id: string,
+    details?: Record<string, unknown>,
+  ) {
+    return auditEvent(now, action, actor, { type: 'webhook', id }, undefined, details)
   }
 
   private async find(id: string): Promise<EndpointRecord> {

@@ -36,7 +36,12 @@ async function tessera(args: string[], env: Record<string, string> = {}) {
   try {
     const code = await main(args)
     const text = out.join('')
-    return { code, json: text === '' ? undefined : JSON.parse(text), stderr: err.join('') }
+    return {
+      code,
+      json: text === '' ? undefined : JSON.parse(text),
+      stdout: text,
+      stderr: err.join(''),
+    }
   } finally {
     stdout.mockRestore()
     stderr.mockRestore()
@@ -84,9 +89,37 @@ describe('tessera webhook', () => {
     expect(again.code).toBe(1)
     expect(again.stderr).toBe(`tessera: Not found: no such webhook: ${id}\n`)
     expect((await tessera(['webhook', 'list'])).json).toEqual([])
+
+    // Both changes are in the audit log, by the command line; the refused removal is not.
+    const audit = await tessera(['audit', '--action', 'webhook.created,webhook.deleted'])
+    expect(audit.code).toBe(0)
+    expect(audit.json).toEqual([
+      {
+        id: expect.stringMatching(/^[0-9a-f]{13}[0-9a-z]{12}$/),
+        at: expect.any(String),
+        action: 'webhook.deleted',
+        actor: { type: 'cli' },
+        target: { type: 'webhook', id },
+      },
+      {
+        id: expect.stringMatching(/^[0-9a-f]{13}[0-9a-z]{12}$/),
+        at: added.json.created,
+        action: 'webhook.created',
+        actor: { type: 'cli' },
+        target: { type: 'webhook', id },
+        details: { url: rx.url(), events: ['token.created', 'token.deleted'] },
+      },
+    ])
+    expect(audit.stdout).not.toContain(added.json.secret)
   })
 
   it('refuses a private address without WEBHOOK_ALLOW_PRIVATE, and bad options', async () => {
+    const webhookEvents = async () =>
+      (await tessera(['audit', '--action', 'webhook.created,webhook.deleted'])).json as {
+        action: string
+        target: { id: string }
+      }[]
+    const before = (await webhookEvents()).length
     const refused = await tessera(['webhook', 'add', 'https://10.1.2.3/hook'], {
       WEBHOOK_ALLOW_PRIVATE: '0',
     })
@@ -100,5 +133,9 @@ describe('tessera webhook', () => {
     const limit = await tessera(['webhook', 'deliveries', id, '--limit', '0'])
     expect(limit.stderr).toBe('tessera: limit must be an integer between 1 and 100\n')
     expect((await tessera(['webhook', 'frobnicate', id])).code).toBe(2)
+    // Only the endpoint added made an event.
+    const events = await webhookEvents()
+    expect(events.length - before).toBe(1)
+    expect(events[0]).toMatchObject({ action: 'webhook.created', target: { id } })
   })
 })

@@ -2,6 +2,7 @@ import { sql } from 'kysely'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { type Actor, type AuditEvent, cliActor } from '../../src/audit/events.js'
 import { all, call, type Harness, harness, T0 } from '../helpers.js'
+import { admin, adminEnv } from './admin-client.js'
 import { DashboardClient } from './dashboard-client.js'
 
 /**
@@ -182,6 +183,88 @@ describe('the audit log', () => {
     }
     expect(events[1]?.details).toEqual({ plan: 'standard', features: [], tokensChanged: 1 })
     expect(events[5]?.details).toEqual({ tokensRevoked: 1 })
+  })
+
+  it('records webhook endpoints added and removed by an operator key, once each', async () => {
+    await h.close()
+    h = await harness({ ...adminEnv, WEBHOOK_ALLOW_PRIVATE: '1' })
+    seen = new Set()
+    await fresh()
+    const made = await admin(h.app, 'POST', '/webhooks', {
+      url: 'https://127.0.0.1:9/hook#part',
+      events: ['token.deleted', 'webhook.created', 'token.deleted'],
+    })
+    expect(made.status).toBe(201)
+    const id = made.body.id as string
+    h.clock.now = T0 + 60_000
+    expect((await admin(h.app, 'DELETE', `/webhooks/${id}`)).status).toBe(204)
+    const events = await fresh()
+    expect(events).toEqual([
+      {
+        id: expect.stringMatching(/^[0-9a-f]{13}[0-9a-z]{12}$/),
+        at: new Date(T0).toISOString(),
+        action: 'webhook.created',
+        actor: { type: 'admin', id: 'k1' },
+        target: { type: 'webhook', id },
+        address: '127.0.0.1',
+        requestId: expect.stringMatching(/^[a-z0-9]{8}-[0-9a-z]+$/),
+        // As stored: the URL normalised, the actions once each; never the secret.
+        details: { url: 'https://127.0.0.1:9/hook', events: ['token.deleted', 'webhook.created'] },
+      },
+      {
+        id: expect.stringMatching(/^[0-9a-f]{13}[0-9a-z]{12}$/),
+        at: new Date(T0 + 60_000).toISOString(),
+        action: 'webhook.deleted',
+        actor: { type: 'admin', id: 'k1' },
+        target: { type: 'webhook', id },
+        address: '127.0.0.1',
+        requestId: expect.stringMatching(/^[a-z0-9]{8}-[0-9a-z]+$/),
+      },
+    ])
+    expect(events[0]?.requestId).not.toBe(events[1]?.requestId)
+    expect(JSON.stringify(events)).not.toContain(made.body.secret)
+    // Service-wide: in no account's log.
+    expect((await admin(h.app, 'GET', '/accounts/alice/audit')).body).toHaveLength(1)
+    const listed = await admin(h.app, 'GET', '/audit?action=webhook.created,webhook.deleted')
+    expect(listed.status).toBe(200)
+    expect(listed.body).toEqual([events[1], events[0]])
+
+    const refused = [
+      await admin(h.app, 'POST', '/webhooks', { url: 'ftp://127.0.0.1/' }),
+      await admin(h.app, 'POST', '/webhooks', { url: 'https://127.0.0.1/', events: ['no.such'] }),
+      await admin(h.app, 'POST', '/webhooks', { url: 'https://nowhere.invalid/' }),
+      await admin(h.app, 'DELETE', `/webhooks/${id}`),
+      await admin(h.app, 'DELETE', '/webhooks/wh_0000000000000000000'),
+      await admin(h.app, 'DELETE', '/webhooks/nope'),
+    ]
+    expect(refused.map((r) => r.status)).toEqual([422, 422, 422, 404, 404, 404])
+    await expect(
+      h.ctx.webhooks.service.create('https://127.0.0.1/', ['token.exploded'], operator),
+    ).rejects.toThrow('resources are invalid')
+    await expect(h.ctx.webhooks.service.remove(id, operator)).rejects.toThrow('Not found')
+    expect(await fresh()).toEqual([])
+    expect((await admin(h.app, 'GET', '/webhooks')).body).toEqual([])
+  })
+
+  it('writes no endpoint without its event', async () => {
+    await sql`alter table audit_events rename to audit_events_away`.execute(h.ctx.db)
+    try {
+      await expect(
+        h.ctx.webhooks.service.create('https://93.184.215.14/hook', undefined, operator),
+      ).rejects.toThrow()
+    } finally {
+      await sql`alter table audit_events_away rename to audit_events`.execute(h.ctx.db)
+    }
+    expect(await h.ctx.webhooks.service.list(undefined, 10)).toEqual([])
+    const hook = await h.ctx.webhooks.service.create('https://93.184.215.14/hook', [], operator)
+    await sql`alter table audit_events rename to audit_events_away`.execute(h.ctx.db)
+    try {
+      await expect(h.ctx.webhooks.service.remove(hook.id, operator)).rejects.toThrow()
+    } finally {
+      await sql`alter table audit_events_away rename to audit_events`.execute(h.ctx.db)
+    }
+    expect((await h.ctx.webhooks.service.get(hook.id)).id).toBe(hook.id)
+    expect(await actions()).toEqual(['webhook.created'])
   })
 
   it('frees a deleted name an hour later; tokens of the old account stay revoked', async () => {

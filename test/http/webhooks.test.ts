@@ -70,14 +70,19 @@ describe('webhook delivery', () => {
     const { holder, made } = await tokenChanges()
     await waitFor(() => rx.received.length === 4)
 
-    const expected = await eventsSince(before)
+    const [own, ...expected] = await eventsSince(before)
+    expect(own).toMatchObject({
+      action: 'webhook.created',
+      target: { type: 'webhook', id: hook.id },
+    })
     expect(expected.map((e) => e.action)).toEqual([
       'token.created',
       'token.created',
       'token.updated',
       'token.deleted',
     ])
-    // The accounts made before the endpoint existed are not delivered to it.
+    // The accounts made before the endpoint existed are not delivered to it, nor the event of
+    // its own creation.
     expect(rx.received.map((r) => r.event)).toEqual(expected)
     for (const r of rx.received) {
       expect(r.headers['content-type']).toBe('application/json')
@@ -121,25 +126,60 @@ describe('webhook delivery', () => {
   it('delivers only the actions of its filter; others get everything', async () => {
     const some = await register({
       url: rx.url('/some'),
-      events: ['token.deleted', 'token.updated'],
+      events: ['token.deleted', 'token.updated', 'webhook.created', 'webhook.deleted'],
     })
-    await register({ url: rx.url('/every') })
+    const every = await register({ url: rx.url('/every') })
+    const other = await register({ url: rx.url('/other'), events: ['token.deleted'] })
+    expect((await admin(h.app, 'DELETE', `/webhooks/${other.id}`)).status).toBe(204)
     h.ctx.webhooks.start()
     await tokenChanges()
-    await waitFor(() => rx.received.length === 6)
+    await waitFor(() => rx.received.length === 11)
     const got = (path: string) =>
-      rx.received.filter((r) => r.path === path).map((r) => r.event.action)
-    expect(got('/some')).toEqual(['token.updated', 'token.deleted'])
-    expect(got('/every')).toEqual([
-      'token.created',
-      'token.created',
-      'token.updated',
-      'token.deleted',
+      rx.received.filter((r) => r.path === path).map((r) => [r.event.action, r.event.target.id])
+    // Each endpoint gets the creation of those made after it, never its own.
+    expect(got('/some')).toEqual([
+      ['webhook.created', every.id],
+      ['webhook.created', other.id],
+      ['webhook.deleted', other.id],
+      ['token.updated', expect.any(String)],
+      ['token.deleted', expect.any(String)],
     ])
+    expect(got('/every')).toEqual([
+      ['webhook.created', other.id],
+      ['webhook.deleted', other.id],
+      ['token.created', expect.any(String)],
+      ['token.created', expect.any(String)],
+      ['token.updated', expect.any(String)],
+      ['token.deleted', expect.any(String)],
+    ])
+    expect(got('/other')).toEqual([])
     expect((await deliveries(some.id)).map((d) => d.action)).toEqual([
       'token.deleted',
       'token.updated',
+      'webhook.deleted',
+      'webhook.created',
+      'webhook.created',
     ])
+  })
+
+  it('never sends an endpoint its own creation, even with webhook.created in its filter', async () => {
+    const hook = await register({ url: rx.url(), events: ['webhook.created', 'token.deleted'] })
+    const own = (await h.ctx.audit.list({ actions: ['webhook.created'], limit: 10 }))[0]
+    expect(own?.target).toEqual({ type: 'webhook', id: hook.id })
+    h.ctx.webhooks.start()
+    const { made } = await tokenChanges()
+    await waitFor(() => rx.received.length === 1)
+    // Anything else would show up.
+    await new Promise((r) => setTimeout(r, 600))
+    expect(rx.received.map((r) => [r.event.action, r.event.target.id])).toEqual([
+      ['token.deleted', made.id],
+    ])
+    // Its cursor moved past its own event.
+    await waitFor(
+      async () =>
+        (await webhookRepo.get(h.ctx.db, hook.id))?.lastSeq === (await outboxRepo.newest(h.ctx.db)),
+    )
+    expect((await deliveries(hook.id)).map((d) => d.action)).toEqual(['token.deleted'])
   })
 
   it('retries through a receiver that fails and is down; every event arrives once, in order', async () => {
@@ -168,7 +208,9 @@ describe('webhook delivery', () => {
     h.clock.now += hour
     await waitFor(() => rx.accepted.length === 4)
 
-    const expected = (await eventsSince(before)).map((e) => e.id)
+    // Its own creation first, which it is not sent.
+    const [own, ...expected] = (await eventsSince(before)).map((e) => e.id)
+    expect(own).toBe((await h.ctx.audit.list({ actions: ['webhook.created'], limit: 1 }))[0]?.id)
     const accepted = rx.accepted.map((r) => r.event.id)
     expect(accepted).toEqual(expected)
     expect(new Set(accepted).size).toBe(4)
@@ -259,7 +301,14 @@ describe('webhook delivery', () => {
     h.clock.now = T0 + 200 * hour
     await h.ctx.prune()
     expect(await outboxRepo.oldest(h.ctx.db)).toBeGreaterThan(cursor)
-    expect(await outboxRepo.after(h.ctx.db, cursor, 10)).toHaveLength(2)
+    // Its own creation, which it skips, then the two it is sent.
+    expect(
+      (await outboxRepo.after(h.ctx.db, cursor, 10)).map((e) => [e.action, e.account]),
+    ).toEqual([
+      ['webhook.created', null],
+      ['token.created', 'alice'],
+      ['token.created', 'bob'],
+    ])
 
     h.ctx.webhooks.start()
     await waitFor(() => rx.accepted.length === 2)

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { cliActor } from '../../src/audit/events.js'
 import { toConfig } from '../../src/config.js'
 import { type AppContext, createContext } from '../../src/context.js'
-import { outboxRepo } from '../../src/db/outbox.js'
+import { type OutboxEvent, outboxRepo } from '../../src/db/outbox.js'
 import { webhookRepo } from '../../src/db/webhooks.js'
 import { Receiver, waitFor } from '../http/webhook-receiver.js'
 import { fleetEnv } from './env.js'
@@ -42,9 +42,15 @@ afterAll(async () => {
 
 describe('webhooks on two instances sharing PostgreSQL', () => {
   it('deliver each event once per endpoint, in order', async () => {
-    const every = await first.webhooks.service.create(rx.url('/every'))
-    const some = await second.webhooks.service.create(rx.url('/some'), ['account.created'])
     const start = await outboxRepo.newest(first.db)
+    // Each endpoint's creation is an event after `start`: /every gets that of /some, never its
+    // own; /some filters both out.
+    const every = await first.webhooks.service.create(rx.url('/every'), undefined, cliActor)
+    const some = await second.webhooks.service.create(
+      rx.url('/some'),
+      ['account.created'],
+      cliActor,
+    )
     // The first attempt at every 7th event an endpoint gets fails: retried within a second.
     const seen = new Map<string, number>()
     rx.respond = (r) => {
@@ -76,9 +82,16 @@ describe('webhooks on two instances sharing PostgreSQL', () => {
       )
     }
     const events = await outboxRepo.after(first.db, start, 1000)
-    const expected = (filter?: string) =>
-      events.filter((e) => filter === undefined || e.action === filter).map((e) => e.seq)
-    const want = { '/every': expected(), '/some': expected('account.created') }
+    const targetOf = (e: OutboxEvent) => JSON.parse(e.body).target.id
+    const created = events.filter((e) => e.action === 'webhook.created')
+    expect(created.map(targetOf)).toEqual([every.id, some.id])
+    const expected = (skip: (e: OutboxEvent) => boolean) =>
+      events.filter((e) => !skip(e)).map((e) => e.seq)
+    const want = {
+      '/every': expected((e) => e === created[0]),
+      '/some': expected((e) => e.action !== 'account.created'),
+    }
+    expect(want['/every']).toEqual([created[1]?.seq, ...want['/some']])
     expect(want['/some']).toHaveLength(n)
 
     const seqOf = new Map<string, number>()

@@ -1,4 +1,5 @@
-import { CompiledQuery } from 'kysely'
+import Sqlite from 'better-sqlite3'
+import { CompiledQuery, Kysely, SqliteDialect } from 'kysely'
 import { describe, expect, it } from 'vitest'
 import { compiledOnce } from '../../src/db/compiled.js'
 
@@ -18,7 +19,7 @@ describe('compiledOnce', () => {
     const second = query('never used', [2])
     const again = compiledOnce(executor, 's', [2], () => second)
     expect([again.sql, again.parameters, second.builds]).toEqual(['select ? as a', [2], 0])
-    // Another executor (a transaction, another database) compiles on its own.
+    // Another database compiles on its own.
     const other = query('select $1 as a', [3])
     expect(compiledOnce({}, 's', [3], () => other).sql).toBe('select $1 as a')
   })
@@ -30,5 +31,36 @@ describe('compiledOnce', () => {
     const next = query('select ?, ?', [4, 3])
     expect(compiledOnce(executor, 's', [3, 4], () => next).parameters).toEqual([4, 3])
     expect(next.builds).toBe(1)
+  })
+
+  it('shares one compiled text between a database and its transactions', async () => {
+    const db = new Kysely<{ t: { a: number } }>({
+      dialect: new SqliteDialect({ database: new Sqlite(':memory:') }),
+    })
+    try {
+      await db.schema.createTable('t').addColumn('a', 'integer').execute()
+      let builds = 0
+      const insert = (executor: Kysely<{ t: { a: number } }>, a: number) =>
+        executor.executeQuery(
+          compiledOnce(executor, 'insert t', [a], () => {
+            builds++
+            return executor.insertInto('t').values({ a })
+          }),
+        )
+      await insert(db, 1)
+      await db.transaction().execute((trx) => insert(trx, 2))
+      await db.transaction().execute((trx) => insert(trx, 3))
+      const rows = await db.selectFrom('t').select('a').orderBy('a').execute()
+      expect([builds, rows]).toEqual([1, [{ a: 1 }, { a: 2 }, { a: 3 }]])
+      // With a plugin the text may differ: that executor is not served from the shared cache.
+      const other = db.withPlugin({
+        transformQuery: (args) => args.node,
+        transformResult: async (args) => args.result,
+      })
+      await insert(other, 4)
+      expect(builds).toBe(2)
+    } finally {
+      await db.destroy()
+    }
   })
 })

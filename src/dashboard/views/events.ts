@@ -24,6 +24,8 @@ const actions: Record<AuditAction, string> = {
   'signing_key.added': 'Signing key added',
   'admin_key.created': 'Admin key created',
   'admin_key.revoked': 'Admin key revoked',
+  'webhook.created': 'Webhook endpoint added',
+  'webhook.deleted': 'Webhook endpoint removed',
 }
 
 export function whatHappened(e: AuditEvent): string {

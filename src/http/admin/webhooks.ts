@@ -2,7 +2,7 @@ import type { Static } from '@sinclair/typebox'
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { AppContext } from '../../context.js'
-import { nextPage, pageSize, tags } from './common.js'
+import { nextPage, operator, pageSize, tags } from './common.js'
 import {
   adminErrors,
   CreatedWebhook,
@@ -39,7 +39,9 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
         summary: 'Register a webhook endpoint',
         description:
           'Answers the endpoint with its `secret` (201); it receives the events committed from ' +
-          `now on, those of \`events\` only when given. ${signing} 422 \`resources are ` +
+          'now on, those of `events` only when given, but never its own `webhook.created` ' +
+          '(written to the audit log with `{url, events}`, never the secret; other endpoints ' +
+          `get it). ${signing} 422 \`resources are ` +
           'invalid` with `details` for an unknown event, a URL that is not https, carries ' +
           'credentials, does not resolve, or resolves to a loopback, private, link-local or ' +
           'otherwise non-public address (allowed with WEBHOOK_ALLOW_PRIVATE=1).',
@@ -51,7 +53,7 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
     },
     async (request, reply) => {
       const body = request.body as Static<typeof CreateWebhookBody>
-      return reply.code(201).send(await service.create(body.url, body.events))
+      return reply.code(201).send(await service.create(body.url, body.events, operator(request)))
     },
   )
 
@@ -117,7 +119,9 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
     {
       schema: {
         summary: 'Remove a webhook endpoint',
-        description: `Nothing more is delivered to it; its deliveries are forgotten. ${missing}`,
+        description:
+          'Nothing more is delivered to it; its deliveries are forgotten. Written to the audit ' +
+          `log as \`webhook.deleted\` (not delivered to the endpoint removed). ${missing}`,
         tags,
         security: operatorKey,
         params: WebhookParams,
@@ -125,7 +129,7 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
     async (request, reply) => {
-      await service.remove(params(request.params))
+      await service.remove(params(request.params), operator(request))
       return reply.code(204).send()
     },
   )
