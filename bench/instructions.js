@@ -4,7 +4,9 @@
 // keep-alive connections); (I2 - I1) / (N2 - N1) leaves out start-up and the warm-up. Fewer
 // than 10,000 requests leave the JIT compiler busy in the window. About 10 minutes.
 // Knobs: BENCH_N1, BENCH_N2; BENCH_ONLY=retrieve (rows whose name contains any of its
-// comma-separated words; nothing is written to bench/results then). SQLite only; needs valgrind
+// comma-separated words; nothing is written to bench/results then); BENCH_CONNECTIONS (10);
+// BENCH_NODE_FLAGS, given to the servers' node (`--single-threaded` keeps V8's compiler and
+// collector threads from running in the window at times that depend on the machine). SQLite only; needs valgrind
 // (Debian package `valgrind`).
 import { execFile, spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -19,6 +21,8 @@ const exec = promisify(execFile)
 const require = createRequire(import.meta.url)
 const n1 = Number(process.env.BENCH_N1 ?? 10_000)
 const n2 = Number(process.env.BENCH_N2 ?? 30_000)
+const connections = process.env.BENCH_CONNECTIONS ?? '10'
+const nodeFlags = process.env.BENCH_NODE_FLAGS?.split(' ').filter((f) => f !== '') ?? []
 const only = process.env.BENCH_ONLY?.split(',').filter((w) => w !== '')
 
 /** Starts `args` under callgrind and waits for `pattern` in its output. */
@@ -30,6 +34,7 @@ function underCallgrind(outDir, args, env, pattern) {
       '--smc-check=all-non-file',
       `--callgrind-out-file=${path.join(outDir, 'callgrind.%p')}`,
       process.execPath,
+      ...nodeFlags,
       ...args,
     ],
     { env, stdio: ['ignore', 'pipe', 'pipe'] },
@@ -59,7 +64,7 @@ async function countRun(server, load, count) {
     child = started.child
     const url = `${server.origin(started.match)}${load.route}`
     // A generous timeout: under callgrind a request may take seconds (a WAL checkpoint).
-    const args = [require.resolve('autocannon/autocannon.js'), '-j', '-c', '10', '-t', '120']
+    const args = [require.resolve('autocannon/autocannon.js'), '-j', '-c', connections, '-t', '120']
     args.push('-a', count)
     if (load.method) args.push('-m', load.method, '-H', 'content-type=application/json')
     if (load.body) args.push('-b', load.body)
