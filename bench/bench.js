@@ -1,5 +1,5 @@
 // `npm run bench [-- --scale]`: Tessera's production build against the Fastify floor.
-// See README "Performance". Knobs: BENCH_SECONDS, BENCH_ROUNDS, BENCH_CONNECTIONS;
+// See docs/performance.md. Knobs: BENCH_SECONDS, BENCH_ROUNDS, BENCH_CONNECTIONS;
 // DATABASE_URL / REDIS_URL select PostgreSQL / Redis for the service; BENCH_METRICS=1 turns on
 // the Prometheus listener (METRICS_PORT); BENCH_ONLY=<text> keeps the scenarios naming it
 // (BENCH_ONLY=verifier: the verifier scenario alone, see bench/verifier.js).

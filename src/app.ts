@@ -7,6 +7,7 @@ import { dashboard } from './dashboard/plugin.js'
 import { isUnavailable } from './db/database.js'
 import { ApiError } from './errors.js'
 import { adminDocs, adminRoutes } from './http/admin/routes.js'
+import { docsPage } from './http/docs-page.js'
 import { guard, rateLimitHeaders } from './http/guard.js'
 import { fastifyLimits, jsonDepthExceeds, limits, nodeServerOptions } from './http/limits.js'
 import { openapi } from './http/openapi.js'
@@ -15,6 +16,7 @@ import { healthRoutes, probePaths } from './http/routes/health.js'
 import { retrieveRoute } from './http/routes/retrieve.js'
 import { scopeRoutes } from './http/routes/scopes.js'
 import { tokenRoutes } from './http/routes/tokens.js'
+import { tokenApiTag } from './http/schemas.js'
 import { validatorCompiler } from './http/validation.js'
 import { metricsHooks } from './metrics/http.js'
 import { randomAlnum } from './tokens/ids.js'
@@ -214,7 +216,12 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
   app.register(dashboard, { prefix: '/account', ctx })
   app.get('/', (_request, reply) => reply.redirect('/account', 302))
 
-  openapi(app, { version: '0.1.0', ...adminDocs })
+  openapi(app, {
+    version: '0.1.0',
+    tags: [tokenApiTag, ...adminDocs.tags],
+    securitySchemes: adminDocs.securitySchemes,
+  })
+  docsPage(app)
   healthRoutes(app, ctx)
   retrieveRoute(app, ctx)
   tokenRoutes(app, ctx)

@@ -4,7 +4,7 @@ import type { FastifyServerOptions } from 'fastify'
 /**
  * What one client may take of the server. Node and Fastify set no request timeout by default,
  * so a client sending a byte a minute would hold a connection (and its memory) for ever.
- * Documented in README "Limits".
+ * Documented in docs/operations.md "Limits".
  */
 export const limits = {
   /** The request line and headers must all arrive within this (slow headers: slowloris). */

@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http'
 import type { TObject, TSchema } from '@sinclair/typebox'
 import type { FastifyInstance, RouteOptions } from 'fastify'
 
@@ -19,6 +20,7 @@ interface Documented {
 /** Besides the routes: named tags, and the security schemes their routes' `security` names. */
 export interface OpenApiInfo {
   version: string
+  /** Listed in this order; the first is the tag of every route whose schema names none. */
   tags?: { name: string; description: string }[]
   securitySchemes?: Record<string, unknown>
 }
@@ -84,12 +86,13 @@ function build(operations: Operation[], info: OpenApiInfo) {
         status === '204'
           ? { description: 'No content' }
           : {
-              description: status,
+              description: STATUS_CODES[status] ?? status,
               content: { 'application/json': { schema: clean(s as TSchema) } },
             }
     }
     paths[op.path] ??= {}
-    const { summary, description, tags, security } = op.schema
+    const { summary, description, security } = op.schema
+    const tags = op.schema.tags ?? (info.tags?.[0] ? [info.tags[0].name] : undefined)
     ;(paths[op.path] as Record<string, unknown>)[op.method] = {
       summary,
       description:

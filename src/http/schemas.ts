@@ -116,3 +116,15 @@ export const ScopeObject = Type.Object({
 /** Error responses every authenticated route may give. */
 export const errorResponses = (...statuses: number[]): Record<number, TSchema> =>
   Object.fromEntries(statuses.map((s) => [s, ErrorBody]))
+
+/** The OpenAPI tag of the token API: the routes of the original API, listed first. */
+export const tokenApiTag = {
+  name: 'tokens',
+  description: [
+    'The token API, in the wire format of the Mapbox Tokens API. Every request carries a token in',
+    'the `access_token` query parameter; each route names the scope it needs. Errors are JSON',
+    '`{"message"}` with the fixed messages of the contract (401 `Unauthorized`, 404 `No such user`',
+    'or `Not found`, 422 naming what is invalid, 429 `Too Many Requests`), so clients can match on',
+    '`message`. Lists are paged with `limit` and `start` and a `Link: <...>; rel="next"` header.',
+  ].join(' '),
+}

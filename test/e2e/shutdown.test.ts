@@ -8,7 +8,7 @@ import { dialectEnv } from '../dialect.js'
 import { send, startTessera } from './spawned.js'
 
 /**
- * SIGTERM, as a supervisor sends it to the command docs/deployment.md gives it
+ * SIGTERM, as a supervisor sends it to the command docs/operations.md gives it
  * (`node dist/src/server.js`): /readyz turns 503 first, requests in flight are answered and
  * their writes kept, and the process exits by itself within 10 seconds.
  */

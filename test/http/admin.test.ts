@@ -552,13 +552,19 @@ describe('the OpenAPI document', () => {
       type: 'http',
       scheme: 'bearer',
     })
+    // The token API first (the renderer at /docs lists tags in this order), then the admin API.
     expect(doc.tags).toEqual([
+      { name: 'tokens', description: expect.stringContaining('`access_token` query parameter') },
       { name: 'admin', description: expect.stringContaining('rel="next"') },
     ])
     const list = doc.paths['/tokens/v2/{username}'].get
-    expect(list).not.toHaveProperty('tags')
+    expect(list.tags).toEqual(['tokens'])
     expect(list).not.toHaveProperty('security')
     expect(list.description).toBe('Requires the `tokens:read` scope.')
+    expect(list.responses['200'].description).toBe('OK')
+    expect(doc.paths['/tokens/v2/{username}/{token_id}'].delete.responses['204']).toEqual({
+      description: 'No content',
+    })
     expect(doc.paths['/admin/v1/audit'].get.description).toContain(
       '`start` = the id of the last event',
     )

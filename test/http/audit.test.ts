@@ -71,6 +71,14 @@ describe('the audit log', () => {
     expect(await fresh()).toMatchObject([
       { action: 'token.updated', target: { id }, details: { fields: ['note'] } },
     ])
+    // Only what changed is named, as when a form sends every field.
+    const resent = await call(h.app, 'PATCH', `/tokens/v2/alice/${id}`, sk.token, {
+      note: 'x',
+      scopes: ['styles:read'],
+      allowedUrls: ['https://maps.example'],
+    })
+    expect(resent.status).toBe(200)
+    expect((await fresh()).map((e) => e.details)).toEqual([{ fields: ['allowedUrls'] }])
     expect((await call(h.app, 'DELETE', `/tokens/v2/alice/${id}`, sk.token)).status).toBe(204)
     expect(await fresh()).toMatchObject([
       { action: 'token.deleted', actor: { id: sk.id }, target: { id }, details: { usage: 'pk' } },

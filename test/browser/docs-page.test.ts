@@ -1,0 +1,67 @@
+import type { Browser, Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type ServerProcess, startServer } from '../e2e/server.js'
+import { browserAvailable, launchBrowser } from './browser.js'
+import { expectAccessible, newContext, screenshot, visit } from './dashboard.js'
+
+const available = browserAvailable()
+
+/** What the page reported while loading: console errors, CSP violations, requests elsewhere. */
+async function watch(page: Page, origin: string) {
+  const problems: string[] = []
+  page.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning') problems.push(`console: ${m.text()}`)
+  })
+  page.on('pageerror', (e) => problems.push(`error: ${e.message}`))
+  page.on('response', (r) => {
+    if (r.status() >= 400) problems.push(`${r.status()} for ${r.url()}`)
+  })
+  page.on('request', (r) => {
+    if (!r.url().startsWith(origin) && !r.url().startsWith('data:')) {
+      problems.push(`request to ${r.url()}`)
+    }
+  })
+  await page.exposeFunction('reportViolation', (v: string) => problems.push(`CSP: ${v}`))
+  // An init script runs outside the page's CSP; it only listens.
+  await page.addInitScript(`document.addEventListener('securitypolicyviolation', (e) =>
+    reportViolation(e.violatedDirective + ' blocked ' + e.blockedURI + ' at ' + e.sourceFile))`)
+  return problems
+}
+
+describe.skipIf(!available)('the API reference at /docs', () => {
+  let server: ServerProcess
+  let browser: Browser
+
+  beforeAll(async () => {
+    ;[server, browser] = await Promise.all([startServer(), launchBrowser()])
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await server?.stop()
+  })
+
+  it('renders the retrieve operation from /openapi.json, within its CSP', async () => {
+    const context = await newContext(browser, { viewport: { width: 1280, height: 900 } })
+    const page = await context.newPage()
+    const problems = await watch(page, server.url)
+    const { response } = await visit(page, `${server.url}/docs`)
+    expect(response.status()).toBe(200)
+    expect(await page.title()).toBe('Tessera token API reference')
+
+    const retrieve = page.getByRole('button', {
+      name: /^GET\s*\/tokens\/v2\s*Retrieve and validate a token/,
+    })
+    await expect.poll(() => retrieve.count()).toBe(1)
+    await retrieve.click()
+    const operation = page.locator('#operations-default-get_tokens_v2')
+    await expect
+      .poll(() => operation.getByRole('textbox', { name: 'access_token' }).count())
+      .toBe(1)
+    expect(await page.getByRole('heading', { name: /Tessera token API/ }).count()).toBe(1)
+
+    await screenshot(page, 'docs')
+    await expectAccessible(page, 'docs')
+    expect(problems).toEqual([])
+    await context.close()
+  })
+})
