@@ -1,6 +1,6 @@
 import { CompiledQuery, type Kysely, PostgresAdapter, type Selectable } from 'kysely'
 import type { AuditAction, AuditEvent } from '../audit/events.js'
-import { compiledOnce } from './compiled.js'
+import { compiledOnce, powerOfTwoRuns } from './compiled.js'
 import type { AuditEventsTable, Database } from './schema.js'
 
 type Executor = Kysely<Database>
@@ -74,18 +74,20 @@ export const auditRepo = {
     const list = [events].flat()
     if (list.length === 0) return
     const write = async (trx: Executor) => {
-      const rows = list.map(toRow)
-      // Parameters in the column order of toRow, which Kysely follows (compiledOnce checks it).
-      const parameters: unknown[] = []
-      for (const r of rows) {
-        parameters.push(r.id, r.at, r.action, r.actor_type, r.actor_id, r.actor_usage)
-        parameters.push(r.username, r.target_type, r.target_id, r.address, r.request_id, r.details)
+      for (const rows of powerOfTwoRuns(list.map(toRow))) {
+        // Parameters in the column order of toRow, which Kysely follows (compiledOnce checks it).
+        const parameters: unknown[] = []
+        for (const r of rows) {
+          parameters.push(r.id, r.at, r.action, r.actor_type, r.actor_id, r.actor_usage)
+          parameters.push(r.username, r.target_type, r.target_id, r.address, r.request_id)
+          parameters.push(r.details)
+        }
+        await trx.executeQuery(
+          compiledOnce(trx, `insert audit ${rows.length}`, parameters, () =>
+            trx.insertInto('audit_events').values(rows),
+          ),
+        )
       }
-      await trx.executeQuery(
-        compiledOnce(trx, `insert audit ${rows.length}`, parameters, () =>
-          trx.insertInto('audit_events').values(rows),
-        ),
-      )
       // On PostgreSQL a sequence number is taken at insert, not at commit: with this lock, held
       // until the transaction ends, numbers become visible in order, so a reader that sees one
       // has seen every number before it (a gap is a transaction rolled back, never one still
@@ -94,14 +96,15 @@ export const auditRepo = {
       if (trx.getExecutor().adapter instanceof PostgresAdapter) {
         await trx.executeQuery(outboxLock)
       }
-      const entries = list.map(toOutboxRow)
-      const values: unknown[] = []
-      for (const o of entries) values.push(o.event_id, o.at, o.action, o.username, o.body)
-      await trx.executeQuery(
-        compiledOnce(trx, `insert outbox ${entries.length}`, values, () =>
-          trx.insertInto('event_outbox').values(entries),
-        ),
-      )
+      for (const entries of powerOfTwoRuns(list.map(toOutboxRow))) {
+        const values: unknown[] = []
+        for (const o of entries) values.push(o.event_id, o.at, o.action, o.username, o.body)
+        await trx.executeQuery(
+          compiledOnce(trx, `insert outbox ${entries.length}`, values, () =>
+            trx.insertInto('event_outbox').values(entries),
+          ),
+        )
+      }
     }
     if (db.isTransaction) await write(db)
     else await db.transaction().execute(write)

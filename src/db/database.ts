@@ -37,14 +37,15 @@ export function createDatabase(config: Config['db']): Db {
   }
   if (config.file !== ':memory:') createPrivately(config.file)
   const sqlite = new SQLite(config.file)
-  sqlite.pragma('journal_mode = WAL')
-  sqlite.pragma('synchronous = NORMAL')
+  // Through exec, not pragma(): pragma() prepares a statement and drops it (see keptForever).
+  sqlite.exec('pragma journal_mode = WAL')
+  sqlite.exec('pragma synchronous = NORMAL')
   // Checkpoint every ~40 MB of WAL rather than every 4 MB: a third off the cost of a commit
   // (creates) on a large table, for a larger WAL file on disk.
-  sqlite.pragma('wal_autocheckpoint = 10000')
-  sqlite.pragma('foreign_keys = ON')
+  sqlite.exec('pragma wal_autocheckpoint = 10000')
+  sqlite.exec('pragma foreign_keys = ON')
   // The CLI may write while the server runs on the same file.
-  sqlite.pragma('busy_timeout = 5000')
+  sqlite.exec('pragma busy_timeout = 5000')
   return new Kysely<Database>({
     dialect: new SqliteDialect({ database: reusingStatements(sqlite) }),
   })
@@ -100,11 +101,28 @@ function preparingStatements(pool: pg.Pool): PostgresPool {
 }
 
 /**
+ * better-sqlite3 12 wraps its databases and statements in `node::ObjectWrap`, a header-only
+ * class compiled into the addon. From Node 24.19 its destructor removes an environment cleanup
+ * hook (nodejs/node#63642), which needs an entered context; V8 runs the destructor from a weak
+ * callback, and when that collection was set off by an allocation no context is entered: the
+ * process aborts (`RemoveEnvironmentCleanupHook`, `Assertion failed: (env) != nullptr`;
+ * nodejs/node#65446, open). better-sqlite3 13 uses Node-API instead, but needs Node 22. So on
+ * Node 24 and later no object of better-sqlite3 may become garbage: every statement is kept as
+ * long as its database (the SQL texts are a bounded set: multi-row statements come in runs of
+ * powers of two, see `powerOfTwoRuns`), and a closed database and its statements are kept here
+ * until the process exits. Nothing else in Tessera prepares a statement.
+ */
+const keptForever: unknown[] = []
+const sqliteObjectsMustLive = Number(process.versions.node.split('.')[0]) >= 24
+
+/**
  * Kysely prepares every query afresh; preparing costs more than running a point query. Keep
- * the prepared statements by SQL text (a bounded set: the repositories' queries).
+ * the prepared statements by SQL text (the repositories' queries, one per shape: a bounded set).
  */
 function reusingStatements(sqlite: SQLite.Database): SqliteDatabase {
   const statements = new Map<string, SQLite.Statement>()
+  // Where a statement may be collected, past this many an unseen text is prepared for its call.
+  const kept = sqliteObjectsMustLive ? Number.POSITIVE_INFINITY : 256
   return {
     prepare(text: string) {
       // Kysely opens transactions with a deferred `begin`. A transaction that reads and then
@@ -115,11 +133,14 @@ function reusingStatements(sqlite: SQLite.Database): SqliteDatabase {
       let statement = statements.get(text)
       if (statement === undefined) {
         statement = sqlite.prepare(text)
-        if (statements.size < 256) statements.set(text, statement)
+        if (statements.size < kept) statements.set(text, statement)
       }
       return statement
     },
-    close: () => sqlite.close(),
+    close: () => {
+      if (sqliteObjectsMustLive) keptForever.push(sqlite, statements)
+      sqlite.close()
+    },
   }
 }
 

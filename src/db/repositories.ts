@@ -1,6 +1,6 @@
 import { type Kysely, type Selectable, sql } from 'kysely'
 import { type TokenView, tokenView } from '../tokens/document.js'
-import { compiledOnce } from './compiled.js'
+import { compiledOnce, powerOfTwoRuns } from './compiled.js'
 import type { AccountsTable, Database, TokensTable } from './schema.js'
 
 type Executor = Kysely<Database>
@@ -142,18 +142,19 @@ export const tokensRepo = {
 
   async insertMany(db: Executor, ts: TokenRecord[]): Promise<void> {
     if (ts.length === 0) return
-    const rows = ts.map(fromToken)
-    // In the column order of fromToken, which Kysely follows (compiledOnce checks it).
-    const parameters: unknown[] = []
-    for (const r of rows) {
-      parameters.push(r.id, r.username, r.usage, r.is_default, r.scopeless)
-      parameters.push(r.key_id, r.created, r.modified, r.document)
+    for (const rows of powerOfTwoRuns(ts.map(fromToken))) {
+      // In the column order of fromToken, which Kysely follows (compiledOnce checks it).
+      const parameters: unknown[] = []
+      for (const r of rows) {
+        parameters.push(r.id, r.username, r.usage, r.is_default, r.scopeless)
+        parameters.push(r.key_id, r.created, r.modified, r.document)
+      }
+      await db.executeQuery(
+        compiledOnce(db, `insert tokens ${rows.length}`, parameters, () =>
+          db.insertInto('tokens').values(rows),
+        ),
+      )
     }
-    await db.executeQuery(
-      compiledOnce(db, `insert tokens ${rows.length}`, parameters, () =>
-        db.insertInto('tokens').values(rows),
-      ),
-    )
   },
 
   /** Every token of an account (a change of plan walks them). */

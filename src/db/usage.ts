@@ -1,4 +1,5 @@
 import { type Kysely, sql } from 'kysely'
+import { powerOfTwoRuns } from './compiled.js'
 import type { Database } from './schema.js'
 
 type Executor = Kysely<Database>
@@ -19,45 +20,32 @@ export interface TokenActivity {
 export const usageRepo = {
   /**
    * Adds one instance's counts: upserts that add, so that every instance's counts sum up, and a
-   * last use that only moves forward. One statement per table, whatever the batch's size.
+   * last use that only moves forward. A statement per table and run of ids (runs of powers of
+   * two, see `powerOfTwoRuns`), all in one transaction: a failed batch is retried whole.
    */
   async add(db: Executor, batch: UsageBatch): Promise<void> {
     if (batch.counts.size === 0) return
-    const ids = [...batch.counts.keys()]
-    await db
-      .insertInto('token_usage')
-      .values(
-        ids.map((id) => ({
-          token_id: id,
-          hour: batch.hour,
-          count: batch.counts.get(id)?.count ?? 0,
-        })),
-      )
-      .onConflict((oc) =>
-        oc.columns(['token_id', 'hour']).doUpdateSet({
-          count: sql`token_usage.count + excluded.count`,
-        }),
-      )
-      .execute()
-    await db
-      .insertInto('token_last_used')
-      .values(ids.map((id) => ({ token_id: id, at: batch.counts.get(id)?.minute ?? '' })))
-      .onConflict((oc) =>
-        oc.column('token_id').doUpdateSet({
-          at: sql`case when excluded.at > token_last_used.at then excluded.at else token_last_used.at end`,
-        }),
-      )
-      .execute()
+    const runs = powerOfTwoRuns([...batch.counts.keys()])
+    if (runs.length === 1 || db.isTransaction) {
+      for (const ids of runs) await addRun(db, batch, ids)
+    } else {
+      await db.transaction().execute(async (trx) => {
+        for (const ids of runs) await addRun(trx, batch, ids)
+      })
+    }
   },
 
   async lastUsed(db: Executor, ids: string[]): Promise<Map<string, string>> {
-    if (ids.length === 0) return new Map()
-    const rows = await db
-      .selectFrom('token_last_used')
-      .select(['token_id', 'at'])
-      .where('token_id', 'in', ids)
-      .execute()
-    return new Map(rows.map((r) => [r.token_id, r.at]))
+    const found = new Map<string, string>()
+    for (const run of powerOfTwoRuns(ids)) {
+      const rows = await db
+        .selectFrom('token_last_used')
+        .select(['token_id', 'at'])
+        .where('token_id', 'in', run)
+        .execute()
+      for (const r of rows) found.set(r.token_id, r.at)
+    }
+    return found
   },
 
   async activity(db: Executor, id: string, sinceHour: string): Promise<TokenActivity> {
@@ -103,4 +91,31 @@ export const usageRepo = {
       )
       .execute()
   },
+}
+
+async function addRun(db: Executor, batch: UsageBatch, ids: string[]): Promise<void> {
+  await db
+    .insertInto('token_usage')
+    .values(
+      ids.map((id) => ({
+        token_id: id,
+        hour: batch.hour,
+        count: batch.counts.get(id)?.count ?? 0,
+      })),
+    )
+    .onConflict((oc) =>
+      oc.columns(['token_id', 'hour']).doUpdateSet({
+        count: sql`token_usage.count + excluded.count`,
+      }),
+    )
+    .execute()
+  await db
+    .insertInto('token_last_used')
+    .values(ids.map((id) => ({ token_id: id, at: batch.counts.get(id)?.minute ?? '' })))
+    .onConflict((oc) =>
+      oc.column('token_id').doUpdateSet({
+        at: sql`case when excluded.at > token_last_used.at then excluded.at else token_last_used.at end`,
+      }),
+    )
+    .execute()
 }

