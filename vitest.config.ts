@@ -21,7 +21,8 @@ export default defineConfig({
         test: {
           name: 'sqlite',
           include: ['test/**/*.test.ts', 'packages/*/test/**/*.test.ts'],
-          exclude: ['test/scale/**'],
+          // test/container: the image and the compose fleet, `npm run test:container` (podman).
+          exclude: ['test/scale/**', 'test/container/**'],
           env: { TEST_DIALECT: 'sqlite' },
         },
       },
