@@ -27,6 +27,8 @@ import {
 const available = browserAvailable()
 const hourMs = 3_600_000
 const minuteMs = 60_000
+/** better-sqlite3 objects this file made (see the seeding below). */
+const keptForever: unknown[] = []
 
 /**
  * The Activity page and the use of each token (Last used, the chart of validations per hour),
@@ -138,9 +140,12 @@ describe.skipIf(!available)('activity and token usage', () => {
     const db = new Database(file)
     try {
       const add = db.prepare('insert into token_usage (token_id, hour, count) values (?, ?, ?)')
-      db.transaction(() => {
-        for (const [hour, count] of history) add.run(website.id, hour, count)
-      })()
+      // Kept for the life of the process, as src/db/database.ts keeps its own: on Node 24 a
+      // better-sqlite3 object that the garbage collector frees may abort the process.
+      keptForever.push(db, add)
+      db.exec('begin')
+      for (const [hour, count] of history) add.run(website.id, hour, count)
+      db.exec('commit')
     } finally {
       db.close()
     }

@@ -1,7 +1,7 @@
-import Sqlite from 'better-sqlite3'
-import { CompiledQuery, Kysely, SqliteDialect } from 'kysely'
+import { CompiledQuery, type Kysely } from 'kysely'
 import { describe, expect, it } from 'vitest'
 import { compiledOnce, powerOfTwoRuns } from '../../src/db/compiled.js'
+import { createDatabase } from '../../src/db/database.js'
 
 const query = (sql: string, parameters: unknown[]) => ({
   builds: 0,
@@ -34,9 +34,10 @@ describe('compiledOnce', () => {
   })
 
   it('shares one compiled text between a database and its transactions', async () => {
-    const db = new Kysely<{ t: { a: number } }>({
-      dialect: new SqliteDialect({ database: new Sqlite(':memory:') }),
-    })
+    // Tessera's own SQLite database (its statements are never collected: see database.ts).
+    const db = createDatabase({ kind: 'sqlite', file: ':memory:' }) as unknown as Kysely<{
+      t: { a: number }
+    }>
     try {
       await db.schema.createTable('t').addColumn('a', 'integer').execute()
       let builds = 0
