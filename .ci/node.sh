@@ -43,7 +43,7 @@ trap cleanup EXIT
 (
   cd "$repo"
   git ls-files -z --cached --others --exclude-standard |
-    while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
+    while IFS= read -r -d '' f; do if [ -e "$f" ]; then printf '%s\0' "$f"; fi; done |
     tar --null -T - -cf -
 ) | tar -xf - -C "$work"
 

@@ -16,6 +16,9 @@ root="$(dirname "$here")"
 
 project="${COMPOSE_PROJECT_NAME:-tessera}"
 state="$here/.fleet"
+# The secrets, and logs of the commands that carry them, are for their owner alone (podman itself
+# keeps the caller's umask: volumes are not made private to root).
+mkdir -p "$state" && chmod 0700 "$state"
 compose() {
   podman-compose --no-ansi -p "$project" -f "$root/compose.yaml" "$@"
 }
@@ -28,21 +31,31 @@ load_secrets() {
   mkdir -p "$state"
   local file="$state/secrets.env"
   if [ ! -s "$file" ]; then
-    umask 077
-    {
-      echo "SIGNING_KEYS=k1:$(node -p "require('crypto').randomBytes(32).toString('base64')")"
-      echo "ADMIN_KEYS=fleet:$(node -p "require('crypto').randomBytes(24).toString('hex')")"
-      echo "POSTGRES_PASSWORD=$(node -p "require('crypto').randomBytes(16).toString('hex')")"
-    } >"$file.tmp"
+    # A database made with other secrets cannot be opened with new ones; never delete it here.
+    if pm volume exists "${project}_postgres-data"; then
+      echo "fleet.sh: $file is missing but the volume ${project}_postgres-data exists (made with" \
+        "other secrets): restore the file, set the secrets in the environment, or start over" \
+        "with 'deploy/fleet.sh down -v'" >&2
+      exit 1
+    fi
+    (
+      umask 077
+      {
+        echo "SIGNING_KEYS=k1:$(node -p "require('crypto').randomBytes(32).toString('base64')")"
+        echo "ADMIN_KEYS=fleet:$(node -p "require('crypto').randomBytes(24).toString('hex')")"
+        echo "POSTGRES_PASSWORD=$(node -p "require('crypto').randomBytes(16).toString('hex')")"
+      } >"$file.tmp"
+    )
     mv "$file.tmp" "$file"
-    # A database made with other secrets cannot be opened with these: start from scratch.
-    pm volume rm -f "${project}_postgres-data" "${project}_caddy-data" >/dev/null 2>&1 || true
   fi
   local name value
   while IFS='=' read -r name value; do
-    [ -n "$name" ] && [ -z "${!name:-}" ] && export "$name=$value"
+    if [ -n "$name" ] && [ -z "${!name:-}" ]; then export "$name=$value"; fi
   done <"$file"
 }
+
+# podman-compose prints every `podman run`, with its `-e NAME=value`: never the values.
+redact() { sed -E 's/(-e [A-Za-z_][A-Za-z0-9_]*=)[^ ]*/\1…/g'; }
 
 # Both instances ready through the proxy's per-instance routes.
 wait_ready() {
@@ -92,7 +105,7 @@ up)
     export TESSERA_IMAGE="${TESSERA_IMAGE:-localhost/tessera:local}"
   fi
   load_secrets
-  compose up -d "${build[@]}" >"$state/up.log" 2>&1 || {
+  compose up -d "${build[@]}" 2>&1 | redact >"$state/up.log" || {
     cat "$state/up.log" >&2
     exit 1
   }
@@ -101,7 +114,6 @@ up)
     "https://127.0.0.1:${TESSERA_1_PORT:-8444} (tessera-1), https://127.0.0.1:${TESSERA_2_PORT:-8445} (tessera-2)"
   ;;
 down)
-  load_secrets
   # The instances first, so that they drain while the database is still there. SIGTERM, and
   # SIGKILL only after 15 s (the instances exit within 10 s).
   for s in proxy tessera-1 tessera-2 migrate redis postgres; do

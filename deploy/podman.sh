@@ -7,8 +7,9 @@
 # may point PODMAN_CONF at its own file (or at /dev/null to keep podman's defaults).
 set -euo pipefail
 
-tessera_podman_dir="${TESSERA_PODMAN_DIR:-${TMPDIR:-/tmp}/tessera-podman}"
-mkdir -p "$tessera_podman_dir"
+# In the user's own cache, not a shared /tmp directory another user could have made first.
+tessera_podman_dir="${TESSERA_PODMAN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tessera-podman}"
+mkdir -p -m 0700 "$tessera_podman_dir"
 if [ -z "${PODMAN_CONF:-}" ]; then
   PODMAN_CONF="$tessera_podman_dir/containers.conf"
   cat >"$PODMAN_CONF.tmp.$$" <<'CONF'

@@ -51,17 +51,18 @@ export function compiledOnce(
 }
 
 /**
- * A list in runs whose lengths are powers of two, longest first (300 → 256, 32, 8, 4). A
- * statement of n rows then takes one of log2(n) + 1 shapes, so the SQL texts of multi-row
- * statements stay a small fixed set that the statement caches hold for good (on Node 24,
- * a prepared SQLite statement must never be collected: see `database.ts`).
+ * A list in runs whose lengths are powers of two up to `max`, longest first (300 → 256, 32, 8,
+ * 4). A multi-row statement then takes one of log2(max) + 1 shapes, so the SQL texts of such
+ * statements stay a small fixed set that the statement caches hold for good (on Node 24, a
+ * prepared SQLite statement must never be collected: see `database.ts`), and none comes near
+ * SQLite's limit of 32,766 parameters.
  */
-export function powerOfTwoRuns<T>(list: readonly T[]): T[][] {
+export function powerOfTwoRuns<T>(list: readonly T[], max = 256): T[][] {
   const runs: T[][] = []
   let start = 0
   while (start < list.length) {
     const left = list.length - start
-    const size = 2 ** Math.floor(Math.log2(left))
+    const size = Math.min(max, 2 ** Math.floor(Math.log2(left)))
     runs.push(list.slice(start, start + size))
     start += size
   }

@@ -37,15 +37,23 @@ export function createDatabase(config: Config['db']): Db {
   }
   if (config.file !== ':memory:') createPrivately(config.file)
   const sqlite = new SQLite(config.file)
-  // Through exec, not pragma(): pragma() prepares a statement and drops it (see keptForever).
-  sqlite.exec('pragma journal_mode = WAL')
-  sqlite.exec('pragma synchronous = NORMAL')
-  // Checkpoint every ~40 MB of WAL rather than every 4 MB: a third off the cost of a commit
-  // (creates) on a large table, for a larger WAL file on disk.
-  sqlite.exec('pragma wal_autocheckpoint = 10000')
-  sqlite.exec('pragma foreign_keys = ON')
-  // The CLI may write while the server runs on the same file.
-  sqlite.exec('pragma busy_timeout = 5000')
+  try {
+    // The CLI may write while the server runs on the same file; first, so that the pragmas below
+    // wait out a writer too. Through exec, not pragma(): pragma() prepares a statement and drops
+    // it (see keptForever).
+    sqlite.exec('pragma busy_timeout = 5000')
+    sqlite.exec('pragma journal_mode = WAL')
+    sqlite.exec('pragma synchronous = NORMAL')
+    // Checkpoint every ~40 MB of WAL rather than every 4 MB: a third off the cost of a commit
+    // (creates) on a large table, for a larger WAL file on disk.
+    sqlite.exec('pragma wal_autocheckpoint = 10000')
+    sqlite.exec('pragma foreign_keys = ON')
+  } catch (err) {
+    // Not a database, or locked: the error is the caller's to report, the object never garbage.
+    if (sqliteObjectsMustLive) keptForever.push(sqlite)
+    sqlite.close()
+    throw err
+  }
   return new Kysely<Database>({
     dialect: new SqliteDialect({ database: reusingStatements(sqlite) }),
   })

@@ -21,18 +21,17 @@ export const usageRepo = {
   /**
    * Adds one instance's counts: upserts that add, so that every instance's counts sum up, and a
    * last use that only moves forward. A statement per table and run of ids (runs of powers of
-   * two, see `powerOfTwoRuns`), all in one transaction: a failed batch is retried whole.
+   * two, see `powerOfTwoRuns`), all in one transaction: a failed batch is retried whole, never
+   * counted twice. Ids in order, so that two instances lock the same rows in the same order.
    */
   async add(db: Executor, batch: UsageBatch): Promise<void> {
     if (batch.counts.size === 0) return
-    const runs = powerOfTwoRuns([...batch.counts.keys()])
-    if (runs.length === 1 || db.isTransaction) {
-      for (const ids of runs) await addRun(db, batch, ids)
-    } else {
-      await db.transaction().execute(async (trx) => {
-        for (const ids of runs) await addRun(trx, batch, ids)
-      })
+    const runs = powerOfTwoRuns([...batch.counts.keys()].sort())
+    const write = async (trx: Executor) => {
+      for (const ids of runs) await addRun(trx, batch, ids)
     }
+    if (db.isTransaction) await write(db)
+    else await db.transaction().execute(write)
   },
 
   async lastUsed(db: Executor, ids: string[]): Promise<Map<string, string>> {

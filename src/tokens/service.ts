@@ -248,7 +248,8 @@ export class TokenService {
     const allowedUrls = normalizeAllowedUrls(input.allowedUrls)
     const scopes = input.scopes && this.checkScopes(account, principal, input.scopes)
     const record = await this.find(account, id)
-    const before = JSON.stringify([record.note, record.scopes, record.allowedUrls])
+    const fields = ['note', 'scopes', 'allowedUrls'] as const
+    const before = fields.map((k) => JSON.stringify(record[k]))
     if (scopes !== undefined) {
       if (record.scopeless && scopes.length > 0) {
         fail('invalidScopes', 'a token created with no scopes cannot be given scopes')
@@ -262,9 +263,8 @@ export class TokenService {
     if (input.allowedUrls !== undefined) record.allowedUrls = allowedUrls
     record.modified = isoTime(this.now())
     // The fields whose value changed, not those sent: a form sends them all.
-    const was = JSON.parse(before) as unknown[]
-    const changed = (['note', 'scopes', 'allowedUrls'] as const).filter(
-      (k, i) => input[k] !== undefined && JSON.stringify(record[k]) !== JSON.stringify(was[i]),
+    const changed = fields.filter(
+      (k, i) => input[k] !== undefined && JSON.stringify(record[k]) !== before[i],
     )
     const event = this.event('token.updated', actor, account, id, { fields: changed })
     await this.change(id, event, (db) => tokensRepo.update(db, record))

@@ -53,7 +53,7 @@ describe.skipIf(!available)('the API reference at /docs', () => {
     })
     await expect.poll(() => retrieve.count()).toBe(1)
     await retrieve.click()
-    const operation = page.locator('#operations-default-get_tokens_v2')
+    const operation = page.locator('#operations-tokens-get_tokens_v2')
     await expect
       .poll(() => operation.getByRole('textbox', { name: 'access_token' }).count())
       .toBe(1)

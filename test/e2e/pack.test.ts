@@ -108,11 +108,15 @@ describe('npm pack, npm install -g, tessera serve', () => {
     )
     try {
       const url = await new Promise<string>((resolve, reject) => {
+        const started = Date.now()
         const poll = setInterval(() => {
           const m = /Tessera is listening on (https:\/\/\S+)/.exec(out)
           if (m?.[1]) {
             clearInterval(poll)
             resolve(m[1])
+          } else if (Date.now() - started > 60_000) {
+            clearInterval(poll)
+            reject(new Error(`tessera serve did not listen within 60 s:\n${out}`))
           }
         }, 50)
         void exited.then(() => {

@@ -75,6 +75,9 @@ describe('powerOfTwoRuns', () => {
     expect(powerOfTwoRuns([])).toEqual([])
     expect(powerOfTwoRuns(['a'])).toEqual([['a']])
     expect(powerOfTwoRuns([1, 2, 3]).map((r) => r.length)).toEqual([2, 1])
+    expect(powerOfTwoRuns(Array.from({ length: 600 })).map((r) => r.length)).toEqual([
+      256, 256, 64, 16, 8,
+    ])
   })
 
   it('gives every length from 1 to 500 one of 9 run sizes', () => {
