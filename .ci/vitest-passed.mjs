@@ -14,7 +14,7 @@ try {
 }
 const { numTotalTests, numPassedTests, numFailedTests, numPendingTests, numFailedTestSuites } =
   report
-const line = `${label}: ${numPassedTests} passed, ${numFailedTests} failed, ${numPendingTests} skipped, ${numFailedTestSuites} files failed, of ${numTotalTests}`
+const line = `${label}: ${numPassedTests} passed, ${numFailedTests} failed, ${numPendingTests} skipped, ${numFailedTestSuites} suites failed, of ${numTotalTests}`
 if (numTotalTests > 0 && numFailedTests === 0 && numFailedTestSuites === 0) {
   console.log(line)
 } else {

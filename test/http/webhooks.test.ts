@@ -200,13 +200,15 @@ describe('webhook delivery', () => {
     await new Promise((r) => setTimeout(r, 600))
     expect(rx.received).toHaveLength(1)
 
+    // Generous waits: on a loaded CI machine (Node 22, beside the browser suite) 8 s once did
+    // not suffice for the retry against the stopped receiver.
     await rx.down()
     h.clock.now += hour
-    await waitFor(async () => (await deliveries(hook.id))[0]?.attempts.length === 2)
+    await waitFor(async () => (await deliveries(hook.id))[0]?.attempts.length === 2, 30_000)
     await rx.up()
     rx.respond = () => 200
     h.clock.now += hour
-    await waitFor(() => rx.accepted.length === 4)
+    await waitFor(() => rx.accepted.length === 4, 30_000)
 
     // Its own creation first, which it is not sent.
     const [own, ...expected] = (await eventsSince(before)).map((e) => e.id)
