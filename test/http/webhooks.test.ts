@@ -230,7 +230,7 @@ describe('webhook delivery', () => {
     ])
     expect(list.slice(0, 3).map((d) => d.attempts.length)).toEqual([1, 1, 1])
     expect((await admin(h.app, 'GET', `/webhooks/${hook.id}`)).body.state).toBe('healthy')
-  })
+  }, 90_000)
 
   it('gives an event up 24 hours after it happened, then moves on', async () => {
     let doomed: string | undefined
