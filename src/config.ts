@@ -22,6 +22,13 @@ export interface Env {
   RATE_LIMIT_PER_MINUTE?: string
   LOG_LEVEL?: string
   DASHBOARD_SIGNUP?: string
+  PORTAL_RETURN_ORIGINS?: string
+  OIDC_ISSUER?: string
+  OIDC_CLIENT_ID?: string
+  OIDC_CLIENT_SECRET?: string
+  OIDC_NAME?: string
+  OIDC_ONLY?: string
+  OIDC_CA_FILE?: string
   SHED_DELAY_MS?: string
   ADMIN_KEYS?: string
   AUDIT_RETENTION_DAYS?: string
@@ -50,6 +57,13 @@ const names: (keyof Env)[] = [
   'RATE_LIMIT_PER_MINUTE',
   'LOG_LEVEL',
   'DASHBOARD_SIGNUP',
+  'PORTAL_RETURN_ORIGINS',
+  'OIDC_ISSUER',
+  'OIDC_CLIENT_ID',
+  'OIDC_CLIENT_SECRET',
+  'OIDC_NAME',
+  'OIDC_ONLY',
+  'OIDC_CA_FILE',
   'SHED_DELAY_MS',
   'ADMIN_KEYS',
   'AUDIT_RETENTION_DAYS',
@@ -94,6 +108,20 @@ export interface Config {
   dashboard: {
     /** Anyone may create an account at /account/sign-up; otherwise accounts come by invite. */
     signup: boolean
+    /** Origins a portal link's `returnUrl` may lead to (https only). */
+    portalReturnOrigins: string[]
+    /** Single sign-on through an OpenID Connect provider. */
+    oidc?: {
+      issuer: string
+      clientId: string
+      clientSecret: string
+      /** The provider's name on the sign-in button. */
+      name: string
+      /** People who have signed in through it may not use a password any more. */
+      only: boolean
+      /** PEM certificate authorities trusted for the provider besides the system's. */
+      caFile?: string
+    }
   }
   /** Operator keys for /admin/v1 given in the environment (`<id>:<secret>,...`), as given. */
   adminKeys?: string
@@ -159,6 +187,37 @@ export function configuredOrigin(http: Config['http'], port = http.port): string
   return `https://${http.host.includes(':') ? `[${http.host}]` : http.host}:${port}`
 }
 
+/** Single sign-on: the three OIDC_ settings together, or none of them. */
+function oidcConfig(env: Env): Config['dashboard']['oidc'] {
+  const given = [env.OIDC_ISSUER, env.OIDC_CLIENT_ID, env.OIDC_CLIENT_SECRET]
+  if (given.every((v) => v === undefined)) {
+    if (env.OIDC_ONLY !== undefined && flag('OIDC_ONLY', env.OIDC_ONLY)) {
+      throw new ConfigError('OIDC_ONLY=1 needs OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET')
+    }
+    return undefined
+  }
+  if (given.some((v) => v === undefined)) {
+    throw new ConfigError(
+      'OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET must be given together',
+    )
+  }
+  let issuer: URL
+  try {
+    issuer = new URL(env.OIDC_ISSUER as string)
+  } catch {
+    throw new ConfigError(`OIDC_ISSUER is not a URL: "${env.OIDC_ISSUER}"`)
+  }
+  if (issuer.protocol !== 'https:') throw new ConfigError('OIDC_ISSUER must be an https:// URL')
+  return {
+    issuer: env.OIDC_ISSUER as string,
+    clientId: env.OIDC_CLIENT_ID as string,
+    clientSecret: env.OIDC_CLIENT_SECRET as string,
+    name: env.OIDC_NAME ?? 'single sign-on',
+    only: flag('OIDC_ONLY', env.OIDC_ONLY),
+    caFile: env.OIDC_CA_FILE,
+  }
+}
+
 /** Applies defaults and cross-field checks; throws ConfigError with a one-line reason. */
 export function toConfig(env: Env): Config {
   const host = env.HOST ?? '127.0.0.1'
@@ -207,6 +266,22 @@ export function toConfig(env: Env): Config {
   if (signup !== 'open' && signup !== 'closed') {
     throw new ConfigError(`DASHBOARD_SIGNUP must be open or closed, got "${signup}"`)
   }
+  const portalReturnOrigins = (env.PORTAL_RETURN_ORIGINS ?? '')
+    .split(',')
+    .map((o) => o.trim())
+    .filter((o) => o !== '')
+    .map((o) => {
+      let url: URL
+      try {
+        url = new URL(o)
+      } catch {
+        throw new ConfigError(`PORTAL_RETURN_ORIGINS: not a URL: "${o}"`)
+      }
+      if (url.protocol !== 'https:') {
+        throw new ConfigError(`PORTAL_RETURN_ORIGINS: not an https:// origin: "${o}"`)
+      }
+      return url.origin
+    })
   return {
     http: {
       host,
@@ -225,7 +300,7 @@ export function toConfig(env: Env): Config {
     rateLimitPerMinute: integer('RATE_LIMIT_PER_MINUTE', env.RATE_LIMIT_PER_MINUTE, 100, 1, 1e9),
     logLevel,
     shedDelayMs: integer('SHED_DELAY_MS', env.SHED_DELAY_MS, 200, 0, 60_000),
-    dashboard: { signup: signup === 'open' },
+    dashboard: { signup: signup === 'open', portalReturnOrigins, oidc: oidcConfig(env) },
     adminKeys: env.ADMIN_KEYS,
     auditRetentionDays: integer('AUDIT_RETENTION_DAYS', env.AUDIT_RETENTION_DAYS, 365, 1, 36_500),
     // Webhooks are retried for 24 hours: their events must outlive that.

@@ -2,6 +2,7 @@ import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs'
 import { type Logger, pino } from 'pino'
 import { AccountDirectory } from './accounts/directory.js'
 import { HolderService } from './accounts/holders.js'
+import { MemberService } from './accounts/people.js'
 import { AccountService } from './accounts/service.js'
 import { AdminKeys } from './admin/keys.js'
 import { AuditLog } from './audit/log.js'
@@ -42,6 +43,8 @@ export interface AppContext {
   accounts: AccountService
   /** Account holders of the dashboard: passwords, setup links, sessions. */
   holders: HolderService
+  /** The people of accounts: members, roles, invitations, portal links, single sign-on. */
+  members: MemberService
   rateLimiter: RateLimiter
   /** Operator keys of the admin API: ADMIN_KEYS, or the hashed key file in DATA_DIR. */
   adminKeys: AdminKeys
@@ -186,6 +189,7 @@ export async function createContext(
   })
   const accounts = new AccountService(db, catalog, tokens)
   const holders = new HolderService(db, accounts, tokens.now)
+  const members = new MemberService(db, accounts, tokens.now, config.dashboard.portalReturnOrigins)
   const rateLimiter = config.redis
     ? new RedisRateLimiter(config.redis.url, config.redis.keyPrefix, config.rateLimitPerMinute, log)
     : new MemoryRateLimiter(config.rateLimitPerMinute)
@@ -202,6 +206,7 @@ export async function createContext(
     const eventCutoff = isoTime(now() - config.eventRetentionHours * 3_600_000)
     await outboxRepo.prune(db, eventCutoff, await webhookRepo.lowestCursor(db))
     await usage.prune()
+    await members.prune()
     return removed
   }
   let pruneTimer: NodeJS.Timeout | undefined
@@ -224,6 +229,7 @@ export async function createContext(
     tokens,
     accounts,
     holders,
+    members,
     rateLimiter,
     adminKeys,
     audit: new AuditLog(db),

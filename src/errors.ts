@@ -25,6 +25,8 @@ export const errorTable = {
   defaultTokenUndeletable: [422, 'the default token cannot be deleted'],
   /** The admin API's create, for a username already taken. */
   accountExists: [409, 'account already exists'],
+  /** The admin API's member changes that would leave an account without an owner. */
+  lastOwner: [409, 'an account must keep an owner'],
   unavailable: [503, 'Service Unavailable'],
   internal: [500, 'Internal Server Error'],
 } as const satisfies Record<string, readonly [number, string]>

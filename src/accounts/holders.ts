@@ -1,11 +1,14 @@
-import { createHash, randomBytes } from 'node:crypto'
-import { type Actor, type AuditEvent, auditEvent } from '../audit/events.js'
+import { type Actor, type AuditEvent, auditEvent, type SignInMethod } from '../audit/events.js'
 import { auditRepo } from '../db/audit.js'
 import type { Db } from '../db/database.js'
 import { holdersRepo } from '../db/holders.js'
+import { peopleRepo } from '../db/people.js'
 import type { AccountRecord } from '../db/repositories.js'
 import { isoTime } from '../tokens/rules.js'
+import { usernamePattern } from './directory.js'
 import { decoyHash, hashPassword, passwordProblem, verifyPassword } from './passwords.js'
+import { ensureHolder } from './people.js'
+import { digest, secret } from './secrets.js'
 import type { AccountService } from './service.js'
 
 const minute = 60_000
@@ -15,10 +18,6 @@ export const sessionIdleMs = 12 * hour
 export const sessionLifetimeMs = 7 * 24 * hour
 /** A session's last use is written at most this often: not a write per page view. */
 const touchEveryMs = minute
-
-/** 256 random bits, base64url: setup-link secrets, session ids and CSRF tokens. */
-const secret = () => randomBytes(32).toString('base64url')
-const digest = (value: string) => createHash('sha256').update(value).digest('hex')
 
 export type HolderFailure = 'password' | 'mismatch' | 'linkGone' | 'linkUnknown' | 'wrongPassword'
 
@@ -35,8 +34,20 @@ export class HolderError extends Error {
 export interface Session {
   /** The hash under which the session is stored; never the id itself. */
   key: string
+  /** The account the session is in now. */
   username: string
+  /** The person signed in. */
+  login: string
+  method: SignInMethod
+  /** Where the platform wants its people back (portal links). */
+  returnUrl?: string
   csrf: string
+}
+
+/** A person's way in that passed: who, and the accounts they may enter (enabled ones). */
+export interface SignedInPerson {
+  login: string
+  accounts: string[]
 }
 
 /**
@@ -101,9 +112,12 @@ export class HolderService {
       if (!(await holdersRepo.useLink(trx, row.id_hash, at))) {
         throw new HolderError('linkGone', 'This link has been used or has expired.')
       }
+      // The link is the operator's word: the holder (login = username) is an owner again.
+      await ensureHolder(trx, row.username, at)
       await holdersRepo.setPassword(trx, row.username, hash, at)
-      await holdersRepo.endSessions(trx, row.username)
-      await auditRepo.insert(trx, this.event('password.set', actor, row.username))
+      await holdersRepo.endPersonSessions(trx, row.username)
+      const who = { ...actor, login: row.username }
+      await auditRepo.insert(trx, this.event('password.set', who, row.username))
     })
     return row.username
   }
@@ -117,34 +131,51 @@ export class HolderService {
     )
   }
 
-  /**
-   * Sign-in: the account when the password is right and the account enabled, recorded either
-   * way (a failure under the name as typed, cut to 64 characters).
-   */
-  async signIn(
-    username: string,
-    password: string,
-    actor: Actor,
-  ): Promise<AccountRecord | undefined> {
-    const found = await this.checkPassword(username, password)
-    const account = found?.disabled === true ? undefined : found
-    const name = account?.username ?? username.slice(0, 64)
-    await auditRepo.insert(
-      this.db,
-      this.event(account ? 'signin.succeeded' : 'signin.failed', actor, name),
-    )
-    return account
+  /** The enabled accounts the person belongs to, by username. */
+  async accountsOf(login: string): Promise<string[]> {
+    const memberships = await peopleRepo.membershipsOf(this.db, login)
+    const open: string[] = []
+    for (const m of memberships) {
+      const account = await this.accounts.find(m.username)
+      if (account !== undefined && !account.disabled) open.push(account.username)
+    }
+    return open
   }
 
   /**
-   * The account when the password is right. Takes as long for an unknown username, or one
-   * without a password, as for a wrong password.
+   * Sign-in with a password: the person when the password is right and they belong to an
+   * enabled account, recorded either way (a failure under the name as typed, cut to 64
+   * characters; a success in the account the session will start in). `ssoOnly`: people whose
+   * sign-in is single sign-on (OIDC_ONLY) are refused here.
    */
-  async checkPassword(username: string, password: string): Promise<AccountRecord | undefined> {
-    const account = await this.accounts.find(username)
-    const stored = account && (await holdersRepo.password(this.db, account.username))
+  async signIn(
+    login: string,
+    password: string,
+    actor: Actor,
+    ssoOnly = false,
+  ): Promise<SignedInPerson | undefined> {
+    const person = await this.checkPassword(login, password)
+    const refused = person === undefined || (ssoOnly && person.oidc_issuer !== null)
+    const accounts = refused ? [] : await this.accountsOf(person.login)
+    const home = accounts.includes(login) ? login : accounts[0]
+    if (home === undefined || person === undefined) {
+      await auditRepo.insert(this.db, this.event('signin.failed', actor, login.slice(0, 64)))
+      return undefined
+    }
+    const who = { ...actor, login: person.login, method: 'password' as const }
+    await auditRepo.insert(this.db, this.event('signin.succeeded', who, home))
+    return { login: person.login, accounts: [home, ...accounts.filter((a) => a !== home)] }
+  }
+
+  /**
+   * The person when the password is right. Takes as long for an unknown login, or one without
+   * a password, as for a wrong password.
+   */
+  async checkPassword(login: string, password: string) {
+    const person = usernamePattern.test(login) ? await peopleRepo.person(this.db, login) : undefined
+    const stored = person?.password ?? undefined
     const right = await verifyPassword(password, stored ?? (await decoyHash()))
-    return right && stored !== undefined ? account : undefined
+    return right && stored !== undefined ? person : undefined
   }
 
   /** Changes the password; every other session of the account ends. */
@@ -154,32 +185,41 @@ export class HolderService {
     next: string,
     actor: Actor,
   ): Promise<void> {
-    if ((await this.checkPassword(session.username, current)) === undefined) {
+    if ((await this.checkPassword(session.login, current)) === undefined) {
       throw new HolderError('wrongPassword', 'Current password is wrong')
     }
     checkNewPassword(next)
     const hash = await hashPassword(next)
     await this.db.transaction().execute(async (trx) => {
-      await holdersRepo.setPassword(trx, session.username, hash, isoTime(this.now()))
-      await holdersRepo.endSessions(trx, session.username, session.key)
+      await holdersRepo.setPassword(trx, session.login, hash, isoTime(this.now()))
+      await holdersRepo.endPersonSessions(trx, session.login, session.key)
       await auditRepo.insert(trx, this.event('password.changed', actor, session.username))
     })
   }
 
   /** A new session (a new id at every sign-in); returns the id for the cookie. */
-  async startSession(username: string): Promise<{ id: string; session: Session }> {
+  async startSession(
+    login: string,
+    username: string,
+    method: SignInMethod,
+    returnUrl?: string,
+  ): Promise<{ id: string; session: Session }> {
     const id = secret()
     const now = this.now()
-    const session = { key: digest(id), username, csrf: secret() }
+    const session: Session = { key: digest(id), username, login, method, csrf: secret() }
+    if (returnUrl !== undefined) session.returnUrl = returnUrl
     await holdersRepo.pruneSessions(
       this.db,
-      username,
+      login,
       isoTime(now - sessionIdleMs),
       isoTime(now - sessionLifetimeMs),
     )
     await holdersRepo.addSession(this.db, {
       id_hash: session.key,
       username,
+      login,
+      method,
+      return_url: returnUrl ?? null,
       csrf: session.csrf,
       created: isoTime(now),
       last_seen: isoTime(now),
@@ -199,7 +239,20 @@ export class HolderService {
       return undefined
     }
     if (idle >= touchEveryMs) await holdersRepo.touchSession(this.db, key, isoTime(now))
-    return { key, username: row.username, csrf: row.csrf }
+    const session: Session = {
+      key,
+      username: row.username,
+      login: row.login ?? row.username,
+      method: row.method as SignInMethod,
+      csrf: row.csrf,
+    }
+    if (row.return_url !== null) session.returnUrl = row.return_url
+    return session
+  }
+
+  /** Moves the session into another account the person belongs to (checked by the caller). */
+  async switchAccount(session: Session, username: string): Promise<void> {
+    await holdersRepo.moveSession(this.db, session.key, username)
   }
 
   /** Sign out: this session ends. `actor` absent: replaced by a new sign-in, not recorded. */
@@ -216,13 +269,16 @@ export class HolderService {
     })
   }
 
-  /** Sign out everywhere: every session of the account ends. */
-  async endAllSessions(username: string, actor: Actor): Promise<void> {
+  /** Sign out everywhere: every session of the person ends, in every account. */
+  async endAllSessions(session: Session, actor: Actor): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
-      await holdersRepo.endSessions(trx, username)
+      await holdersRepo.endPersonSessions(trx, session.login)
       const target = { type: 'session' as const }
       const details = { which: 'all' }
-      await auditRepo.insert(trx, this.event('sessions.ended', actor, username, target, details))
+      await auditRepo.insert(
+        trx,
+        this.event('sessions.ended', actor, session.username, target, details),
+      )
     })
   }
 }

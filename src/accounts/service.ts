@@ -2,6 +2,7 @@ import { type Actor, type AuditEvent, auditEvent } from '../audit/events.js'
 import { auditRepo } from '../db/audit.js'
 import type { Db } from '../db/database.js'
 import { holdersRepo } from '../db/holders.js'
+import { peopleRepo } from '../db/people.js'
 import {
   type AccountRecord,
   accountsRepo,
@@ -14,6 +15,8 @@ import type { Principal } from '../tokens/principal.js'
 import { isoTime } from '../tokens/rules.js'
 import type { TokenService } from '../tokens/service.js'
 import { usernamePattern } from './directory.js'
+
+import { claimHolder } from './people.js'
 
 export { usernamePattern }
 
@@ -144,6 +147,14 @@ export class AccountService {
         )
       }
       await accountsRepo.insert(trx, account)
+      // Its holder: a person of the same name, its first owner. Logins and usernames share a
+      // namespace so that an account's holder signs in with the account's name.
+      if (!(await claimHolder(trx, username, account.created))) {
+        throw new AccountError(
+          `account ${username} already exists (a person has that name)`,
+          'exists',
+        )
+      }
       await tokensRepo.insert(trx, token)
       await within?.(trx, account)
       await auditRepo.insert(trx, event)
@@ -225,6 +236,8 @@ export class AccountService {
       if (!(await accountsRepo.delete(trx, account.username))) {
         throw new AccountError(`no such account: ${username}`, 'missing')
       }
+      // Its memberships are gone with it; its holder too, unless they belong elsewhere.
+      await peopleRepo.dropIfAlone(trx, account.username)
       await auditRepo.insert(
         trx,
         this.event('account.deleted', actor, username, { tokensRevoked: ids.length }),

@@ -13,11 +13,18 @@ export interface Actor {
   id?: string
   /** The kind of token, for a `token` actor. */
   usage?: 'pk' | 'sk' | 'tk'
+  /** The person (their login), for a `session` actor. */
+  login?: string
+  /** How that person signed in, for a `session` actor. */
+  method?: SignInMethod
   /** The client address, for actors that come over HTTP. */
   address?: string
   /** The request id (also in the request log line). */
   requestId?: string
 }
+
+/** `password`: username and password; `link`: a portal link; `sso`: single sign-on. */
+export type SignInMethod = 'password' | 'link' | 'sso'
 
 export const cliActor: Actor = { type: 'cli' }
 
@@ -33,6 +40,12 @@ export const auditActions = [
   'account.deleted',
   'account.invited',
   'password.set',
+  'member.invited',
+  'member.added',
+  'member.role_changed',
+  'member.removed',
+  'invitation.revoked',
+  'portal_link.created',
   'password.changed',
   'signin.succeeded',
   'signin.failed',
@@ -46,7 +59,16 @@ export const auditActions = [
 export type AuditAction = (typeof auditActions)[number]
 
 export interface AuditTarget {
-  type: 'token' | 'account' | 'session' | 'signing_key' | 'admin_key' | 'webhook'
+  type:
+    | 'token'
+    | 'account'
+    | 'session'
+    | 'signing_key'
+    | 'admin_key'
+    | 'webhook'
+    | 'member'
+    | 'invitation'
+    | 'portal_link'
   id?: string
 }
 
@@ -55,7 +77,13 @@ export interface AuditEvent {
   id: string
   at: string
   action: AuditAction
-  actor: { type: Actor['type']; id?: string; usage?: Actor['usage'] }
+  actor: {
+    type: Actor['type']
+    id?: string
+    usage?: Actor['usage']
+    login?: string
+    method?: SignInMethod
+  }
   /** The account the event concerns, when it concerns one. */
   account?: string
   target: AuditTarget
@@ -110,6 +138,8 @@ export function auditEvent(
   }
   if (actor.id !== undefined) event.actor.id = actor.id
   if (actor.usage !== undefined) event.actor.usage = actor.usage
+  if (actor.login !== undefined) event.actor.login = actor.login
+  if (actor.method !== undefined) event.actor.method = actor.method
   if (account !== undefined) event.account = account
   if (actor.address !== undefined) event.address = actor.address
   if (actor.requestId !== undefined) event.requestId = actor.requestId

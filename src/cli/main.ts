@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util'
+import { MemberError } from '../accounts/people.js'
 import { AccountError } from '../accounts/service.js'
 import { newAdminKey } from '../admin/keys.js'
 import { type AuditAction, type AuditTarget, auditEvent, cliActor } from '../audit/events.js'
@@ -17,6 +18,11 @@ const usage = `usage: tessera <command>
   account create <username> [--plan P] [--feature F]...
   account invite <username>                   a new dashboard setup link (voids older ones)
   token create <username> [--scopes a,b] [--note N] [--allowed-url U]...
+  member list <account>                       the people of an account, with their roles
+  member add <account> <email> [--role R]     a one-time invitation link (7 days; role owner,
+                                              developer (the default) or viewer)
+  member set-role <account> <login> <role>    their sessions in the account end
+  member remove <account> <login>             their sessions in the account end
   keys rotate                                 add a signing key
   admin-key create [--note N]                 a new operator key for /admin/v1, printed once
   admin-key revoke <id>                       the key stops working at once
@@ -59,6 +65,7 @@ async function run(argv: string[]): Promise<void> {
       until: { type: 'string' },
       limit: { type: 'string' },
       start: { type: 'string' },
+      role: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   })
@@ -118,6 +125,10 @@ async function run(argv: string[]): Promise<void> {
     }
     if (command === 'webhook') {
       const done = await webhookCommand(ctx, sub, arg, values)
+      if (done !== undefined) return print(done)
+    }
+    if (command === 'member') {
+      const done = await memberCommand(ctx, config, positionals.slice(1), values.role)
       if (done !== undefined) return print(done)
     }
     const setupUrl = async (username: string) =>
@@ -196,6 +207,36 @@ async function webhookCommand(
   return undefined
 }
 
+/** `tessera member ...`: what it prints, or undefined for a command it does not know. */
+async function memberCommand(
+  ctx: AppContext,
+  config: ReturnType<typeof toConfig>,
+  [sub, account, a, b, ...rest]: string[],
+  role: string | undefined,
+): Promise<unknown> {
+  if (account === undefined || rest.length > 0) return undefined
+  const { members } = ctx
+  if (sub === 'list' && a === undefined) return members.list(account)
+  if (sub === 'add' && a !== undefined && b === undefined) {
+    const made = await members.invite(account, { email: a, role: role ?? 'developer' }, cliActor)
+    const origin = configuredOrigin(config.http)
+    return {
+      email: made.invitation.email,
+      role: made.invitation.role,
+      invitationUrl: `${origin}/account/invitations/${made.secret}`,
+      expires: made.invitation.expires,
+    }
+  }
+  if (sub === 'set-role' && a !== undefined && b !== undefined) {
+    return members.setRole(account, a, b, cliActor)
+  }
+  if (sub === 'remove' && a !== undefined && b === undefined) {
+    await members.remove(account, a, cliActor)
+    return { account, login: a, removed: true }
+  }
+  return undefined
+}
+
 /** A change the CLI makes outside the services, written into the audit log. */
 const record = (ctx: AppContext, action: AuditAction, target: AuditTarget) =>
   auditRepo.insert(ctx.db, auditEvent(ctx.tokens.now(), action, cliActor, target))
@@ -221,6 +262,7 @@ export async function main(argv = process.argv.slice(2)): Promise<number> {
       err instanceof UsageError ||
       err instanceof CommandError ||
       err instanceof AccountError ||
+      err instanceof MemberError ||
       err instanceof ApiError ||
       (err as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION'
     const text =

@@ -1,8 +1,11 @@
 import type { AppContext } from '../context.js'
+import type { SingleSignOn } from './sso.js'
 import type { SignInThrottle } from './throttle.js'
 
 /** What every page module is given by the plugin. */
 export interface DashboardDeps {
   ctx: AppContext
   throttle: SignInThrottle
+  /** Single sign-on, when configured (OIDC_ISSUER). */
+  sso: SingleSignOn
 }

@@ -1,11 +1,15 @@
 import type { FastifyError, FastifyInstance } from 'fastify'
 import { decoyHash } from '../accounts/passwords.js'
+import { allows } from '../accounts/people.js'
 import type { AppContext } from '../context.js'
 import { ApiError } from '../errors.js'
 import { assets } from './assets.js'
 import { accountPages } from './pages/account.js'
 import { activityPages } from './pages/activity.js'
+import { memberPages } from './pages/members.js'
+import { portalPages } from './pages/portal.js'
 import { signInPages } from './pages/sign-in.js'
+import { ssoPages } from './pages/sso.js'
 import { temporaryPages } from './pages/temporary.js'
 import { tokenPages } from './pages/tokens.js'
 import { form, sendPage } from './reply.js'
@@ -18,6 +22,7 @@ import {
   sessionId,
   signInPath,
 } from './session.js'
+import { SingleSignOn } from './sso.js'
 import { SignInThrottle } from './throttle.js'
 import { messageView } from './views/auth.js'
 
@@ -59,16 +64,30 @@ export async function dashboard(app: FastifyInstance, { ctx }: { ctx: AppContext
     const id = sessionId(request)
     const session = id === undefined ? undefined : await ctx.holders.session(id)
     const account = session && (await ctx.accounts.find(session.username))
-    if (session === undefined || account === undefined || account.disabled) {
+    // Read at every request: a member removed or given another role is out at once, everywhere.
+    const memberships = session && (await ctx.members.memberships(session.login))
+    const role = memberships?.find((m) => m.username === account?.username)?.role
+    if (session === undefined || account === undefined || account.disabled || role === undefined) {
+      if (session !== undefined) await ctx.holders.endSession(session)
       if (id !== undefined) clearSessionCookie(reply)
       const wanted = request.method === 'GET' ? safeNext(request.url) : '/account'
       return reply.code(303).redirect(signInPath(wanted), 303)
     }
     if (request.method === 'POST') checkCsrf(form(request), session)
-    request.holder = { session, account }
+    const needed = request.routeOptions.config.role
+    if (needed !== undefined && !allows(role, needed)) {
+      throw new Forbidden(
+        `Your role in ${account.username} is ${role}: this needs ${needed === 'owner' ? 'an owner' : 'a developer or an owner'}.`,
+      )
+    }
+    const switchable = (memberships?.length ?? 0) > 1
+    request.holder = { session, account, role, switchable }
   })
   app.addHook('onSend', async (_request, reply, payload) => {
+    // A page may ask for a stricter referrer policy (portal links: no-referrer).
+    const referrer = reply.getHeader('referrer-policy')
     reply.headers(securityHeaders)
+    if (referrer === 'no-referrer') reply.header('referrer-policy', referrer)
     // The API's CORS headers are for token clients; pages are for this origin only.
     reply.removeHeader('access-control-allow-origin')
     reply.removeHeader('access-control-expose-headers')
@@ -115,12 +134,18 @@ export async function dashboard(app: FastifyInstance, { ctx }: { ctx: AppContext
       .send(asset.body)
   })
 
-  const deps = { ctx, throttle }
+  const sso = new SingleSignOn(ctx.config.dashboard.oidc, ctx.log)
+  // Discovery begins now; the sign-in page waits a moment for it if it is still under way.
+  void sso.ready(0)
+  const deps = { ctx, throttle, sso }
   signInPages(app, deps)
   tokenPages(app, deps)
   temporaryPages(app, deps)
   accountPages(app, deps)
   activityPages(app, deps)
+  memberPages(app, deps)
+  portalPages(app, deps)
+  ssoPages(app, deps)
 }
 
 const back = { href: '/account', text: 'Back to your tokens' }

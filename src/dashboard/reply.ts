@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Session } from '../accounts/holders.js'
+import type { Role } from '../accounts/people.js'
 import type { AccountRecord } from '../db/repositories.js'
 import { ApiError } from '../errors.js'
 import { sessionActor } from '../http/actor.js'
@@ -9,11 +10,13 @@ import type { Html } from './views/html.js'
 declare module 'fastify' {
   interface FastifyRequest {
     /** The signed-in holder of a dashboard request; set before every page that needs one. */
-    holder: { session: Session; account: AccountRecord } | null
+    holder: { session: Session; account: AccountRecord; role: Role; switchable: boolean } | null
   }
   interface FastifyContextConfig {
     /** A dashboard page that needs no session (sign in, setup, sign up, assets). */
     signedOut?: boolean
+    /** The least role in the account the page needs; any member when absent. */
+    role?: Role
   }
 }
 
@@ -22,9 +25,16 @@ export const holderOf = (request: FastifyRequest) => {
   const holder = request.holder as NonNullable<FastifyRequest['holder']>
   return {
     ...holder,
-    signedIn: { username: holder.account.username, csrf: holder.session.csrf },
-    /** The session as the audit log records it. */
-    actor: sessionActor(request, holder.session.key),
+    signedIn: {
+      username: holder.account.username,
+      csrf: holder.session.csrf,
+      login: holder.session.login,
+      role: holder.role,
+      switchable: holder.switchable,
+      ...(holder.session.returnUrl === undefined ? {} : { returnUrl: holder.session.returnUrl }),
+    },
+    /** The session as the audit log records it: the person and how they signed in. */
+    actor: sessionActor(request, holder.session),
   }
 }
 

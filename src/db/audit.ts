@@ -1,5 +1,5 @@
 import { CompiledQuery, type Kysely, PostgresAdapter, type Selectable } from 'kysely'
-import type { AuditAction, AuditEvent } from '../audit/events.js'
+import type { AuditAction, AuditEvent, SignInMethod } from '../audit/events.js'
 import { compiledOnce, powerOfTwoRuns } from './compiled.js'
 import type { AuditEventsTable, Database } from './schema.js'
 
@@ -27,6 +27,8 @@ const toRow = (e: AuditEvent): AuditEventsTable => ({
   actor_type: e.actor.type,
   actor_id: clip(e.actor.id, 64),
   actor_usage: e.actor.usage ?? null,
+  actor_login: e.actor.login ?? null,
+  actor_method: e.actor.method ?? null,
   username: clip(e.account, 64),
   target_type: e.target.type,
   target_id: clip(e.target.id, 64),
@@ -45,6 +47,8 @@ const toEvent = (row: Selectable<AuditEventsTable>): AuditEvent => {
   }
   if (row.actor_id !== null) event.actor.id = row.actor_id
   if (row.actor_usage !== null) event.actor.usage = row.actor_usage as 'pk' | 'sk' | 'tk'
+  if (row.actor_login !== null) event.actor.login = row.actor_login
+  if (row.actor_method !== null) event.actor.method = row.actor_method as SignInMethod
   if (row.username !== null) event.account = row.username
   if (row.target_id !== null) event.target.id = row.target_id
   if (row.address !== null) event.address = row.address
@@ -79,6 +83,7 @@ export const auditRepo = {
         const parameters: unknown[] = []
         for (const r of rows) {
           parameters.push(r.id, r.at, r.action, r.actor_type, r.actor_id, r.actor_usage)
+          parameters.push(r.actor_login, r.actor_method)
           parameters.push(r.username, r.target_type, r.target_id, r.address, r.request_id)
           parameters.push(r.details)
         }

@@ -5,22 +5,23 @@ type Executor = Kysely<Database>
 
 export type SessionRow = SessionsTable
 
-/** Passwords, setup links and sessions of account holders (see migration 0002). */
+/** Passwords, setup links and sessions of people (see migrations 0002 and 0006). */
 export const holdersRepo = {
-  async password(db: Executor, username: string): Promise<string | undefined> {
+  async password(db: Executor, login: string): Promise<string | undefined> {
     const row = await db
-      .selectFrom('passwords')
-      .select('hash')
-      .where('username', '=', username)
+      .selectFrom('people')
+      .select('password')
+      .where('login', '=', login)
       .executeTakeFirst()
-    return row?.hash
+    return row?.password ?? undefined
   },
 
-  async setPassword(db: Executor, username: string, hash: string, at: string): Promise<void> {
+  /** Sets the person's password; the person exists (see PeopleService). */
+  async setPassword(db: Executor, login: string, hash: string, at: string): Promise<void> {
     await db
-      .insertInto('passwords')
-      .values({ username, hash, changed: at })
-      .onConflict((oc) => oc.column('username').doUpdateSet({ hash, changed: at }))
+      .updateTable('people')
+      .set({ password: hash, password_changed: at })
+      .where('login', '=', login)
       .execute()
   },
 
@@ -73,6 +74,11 @@ export const holdersRepo = {
     return db.selectFrom('sessions').selectAll().where('id_hash', '=', idHash).executeTakeFirst()
   },
 
+  /** Moves the session into another account of its person. */
+  async moveSession(db: Executor, idHash: string, username: string): Promise<void> {
+    await db.updateTable('sessions').set({ username }).where('id_hash', '=', idHash).execute()
+  },
+
   async touchSession(db: Executor, idHash: string, at: string): Promise<void> {
     await db.updateTable('sessions').set({ last_seen: at }).where('id_hash', '=', idHash).execute()
   },
@@ -81,23 +87,30 @@ export const holdersRepo = {
     await db.deleteFrom('sessions').where('id_hash', '=', idHash).execute()
   },
 
-  /** Ends every session of the account but `keep` (a hash), or every one. */
+  /** Ends every session in the account but `keep` (a hash), or every one. */
   async endSessions(db: Executor, username: string, keep?: string): Promise<void> {
     let q = db.deleteFrom('sessions').where('username', '=', username)
     if (keep !== undefined) q = q.where('id_hash', '!=', keep)
     await q.execute()
   },
 
-  /** Drops the account's sessions that can no longer be used. */
+  /** Ends every session of the person but `keep` (a hash), or every one. */
+  async endPersonSessions(db: Executor, login: string, keep?: string): Promise<void> {
+    let q = db.deleteFrom('sessions').where('login', '=', login)
+    if (keep !== undefined) q = q.where('id_hash', '!=', keep)
+    await q.execute()
+  },
+
+  /** Drops the person's sessions that can no longer be used. */
   async pruneSessions(
     db: Executor,
-    username: string,
+    login: string,
     idleBefore: string,
     createdBefore: string,
   ): Promise<void> {
     await db
       .deleteFrom('sessions')
-      .where('username', '=', username)
+      .where('login', '=', login)
       .where((eb) => eb.or([eb('last_seen', '<', idleBefore), eb('created', '<', createdBefore)]))
       .execute()
   },

@@ -24,11 +24,59 @@ export interface TokensTable {
   document: string
 }
 
-export interface PasswordsTable {
+export interface PeopleTable {
+  /** Unique across the service; an account's first owner has the account's username. */
+  login: string
+  email: string | null
+  name: string | null
+  /** `scrypt$<log2 N>$<r>$<p>$<salt>$<key>`, base64url (accounts/passwords.ts); null: none. */
+  password: string | null
+  password_changed: string | null
+  oidc_issuer: string | null
+  oidc_subject: string | null
+  created: string
+}
+
+export interface MembershipsTable {
   username: string
-  /** `scrypt$<log2 N>$<r>$<p>$<salt>$<key>`, base64url; see accounts/passwords.ts. */
-  hash: string
-  changed: string
+  login: string
+  role: string
+  created: string
+}
+
+export interface InvitationsTable {
+  /** SHA-256 (hex) of the link's secret. */
+  id_hash: string
+  username: string
+  email: string
+  role: string
+  invited_by: string | null
+  created: string
+  expires: string
+  ended: string | null
+}
+
+export interface PortalLinksTable {
+  /** SHA-256 (hex) of the link's secret. */
+  id_hash: string
+  username: string
+  email: string
+  name: string | null
+  role: string
+  return_url: string | null
+  created: string
+  expires: string
+  used: string | null
+}
+
+export interface SignInFlowsTable {
+  /** SHA-256 (hex) of the flow id in the browser's cookie. */
+  id_hash: string
+  state: string
+  nonce: string
+  verifier: string
+  next: string
+  expires: string
 }
 
 export interface SetupLinksTable {
@@ -43,7 +91,14 @@ export interface SetupLinksTable {
 export interface SessionsTable {
   /** SHA-256 (hex) of the session id in the cookie. */
   id_hash: string
+  /** The account the session is in now (a person in several accounts can switch). */
   username: string
+  /** The person; null only in rows older than migration 0006 (none remain after it). */
+  login: string | null
+  /** How the person signed in: `password`, `link` (portal link) or `sso`. */
+  method: string
+  /** A portal link's `returnUrl`: the header links back to the platform. */
+  return_url: string | null
   csrf: string
   created: string
   last_seen: string
@@ -56,6 +111,8 @@ export interface AuditEventsTable {
   actor_type: string
   actor_id: string | null
   actor_usage: string | null
+  actor_login: string | null
+  actor_method: string | null
   username: string | null
   target_type: string
   target_id: string | null
@@ -135,7 +192,11 @@ export interface WebhookAttemptsTable {
 export interface Database {
   accounts: AccountsTable
   tokens: TokensTable
-  passwords: PasswordsTable
+  people: PeopleTable
+  memberships: MembershipsTable
+  invitations: InvitationsTable
+  portal_links: PortalLinksTable
+  sign_in_flows: SignInFlowsTable
   setup_links: SetupLinksTable
   sessions: SessionsTable
   audit_events: AuditEventsTable

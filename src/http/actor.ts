@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify'
-import type { Actor } from '../audit/events.js'
+import type { Actor, SignInMethod } from '../audit/events.js'
 
 /** The actor of a request for the audit log: who, plus the client address and request id. */
 export function actorOf(request: FastifyRequest, who: Omit<Actor, 'address' | 'requestId'>): Actor {
@@ -17,6 +17,17 @@ export function tokenActor(request: FastifyRequest): Actor {
   })
 }
 
-/** A dashboard session, named by the first characters of its stored hash (not its id). */
-export const sessionActor = (request: FastifyRequest, sessionKey: string): Actor =>
-  actorOf(request, { type: 'session', id: sessionKey.slice(0, 16) })
+/**
+ * A dashboard session, named by the first characters of its stored hash (not its id), with the
+ * person and how they signed in.
+ */
+export const sessionActor = (
+  request: FastifyRequest,
+  session: { key: string; login: string; method: SignInMethod },
+): Actor =>
+  actorOf(request, {
+    type: 'session',
+    id: session.key.slice(0, 16),
+    login: session.login,
+    method: session.method,
+  })

@@ -272,9 +272,9 @@ describe.skipIf(!available)('activity and token usage', () => {
       .map((cells) => cells.map((cell) => cell.replaceAll('\u00a0', ' ')))
     const short = (id: string) => `${id.slice(0, 8)}…`
     expect(rows.map((cells) => cells.slice(1, 5))).toEqual([
-      ['Signed in', 'Sign-in page', 'Your account', '127.0.0.1'],
+      ['Signed in', 'acme (password)', 'Your account', '127.0.0.1'],
       ['Sign-in failed', 'Sign-in page', 'Your account', '127.0.0.1'],
-      ['Signed out', 'Dashboard session', 'A dashboard session', '127.0.0.1'],
+      ['Signed out', 'acme (password)', 'A dashboard session', '127.0.0.1'],
       [
         'Token created\npk · styles:read',
         `API token ${short(backend.id)} (sk)`,
@@ -283,17 +283,17 @@ describe.skipIf(!available)('activity and token usage', () => {
       ],
       [
         'Token created\nsk · styles:read, tokens:read, tokens:write',
-        'Dashboard session',
+        'acme (password)',
         `backend ${short(backend.id)}`,
         '127.0.0.1',
       ],
       [
         'Token created\npk · styles:read, fonts:read',
-        'Dashboard session',
+        'acme (password)',
         `website ${short(website.id)}`,
         '127.0.0.1',
       ],
-      ['Password set', 'Setup link', 'Your account', '127.0.0.1'],
+      ['Password set', 'acme (setup link)', 'Your account', '127.0.0.1'],
       ['Setup link issued', 'Command line', 'Your account', 'none'],
       [
         expect.stringMatching(/^Account created\nPlan \w+$/),

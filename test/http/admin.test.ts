@@ -529,6 +529,9 @@ describe('the OpenAPI document', () => {
       '/admin/v1/accounts/{username}/audit',
       '/admin/v1/accounts/{username}/disable',
       '/admin/v1/accounts/{username}/enable',
+      '/admin/v1/accounts/{username}/members',
+      '/admin/v1/accounts/{username}/members/{login}',
+      '/admin/v1/accounts/{username}/portal-links',
       '/admin/v1/accounts/{username}/setup-url',
       '/admin/v1/accounts/{username}/tokens',
       '/admin/v1/accounts/{username}/tokens/{token_id}/usage',
@@ -542,7 +545,7 @@ describe('the OpenAPI document', () => {
       '/admin/v1/webhooks/{id}/secret',
     ])
     const operations = adminPaths.flatMap((p) => Object.values(doc.paths[p]))
-    expect(operations).toHaveLength(21)
+    expect(operations).toHaveLength(26)
     for (const op of operations as { tags: string[]; security: unknown; responses: object }[]) {
       expect(op.tags).toEqual(['admin'])
       expect(op.security).toEqual([{ operatorKey: [] }])

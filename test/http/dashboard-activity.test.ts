@@ -119,7 +119,7 @@ describe('the Activity page', () => {
     const rows = rowsOf(page.body, 'activity')
     const plan = h.alice.plan
     expect(rows.map((cells) => cells.slice(0, 5))).toEqual([
-      [at(T0 + 9000), 'Password changed', 'Dashboard session', 'Your account', '127.0.0.1'],
+      [at(T0 + 9000), 'Password changed', 'alice (password)', 'Your account', '127.0.0.1'],
       [at(T0 + 8000), 'Sign-in failed', 'Sign-in page', 'Your account', '203.0.113.7'],
       [
         at(T0 + 7000),
@@ -131,14 +131,14 @@ describe('the Activity page', () => {
       [
         at(T0 + 6000),
         'Token deleted',
-        'Dashboard session',
+        'alice (password)',
         `Token ${short(scratchId)} (deleted)`,
         '127.0.0.1',
       ],
       [
         at(T0 + 5000),
         'Token created pk · no scopes',
-        'Dashboard session',
+        'alice (password)',
         `Token ${short(scratchId)} (deleted)`,
         '127.0.0.1',
       ],
@@ -170,7 +170,7 @@ describe('the Activity page', () => {
         `automation ${short(sk.id)}`,
         'none',
       ],
-      [at(T0), 'Password set', 'Setup link', 'Your account', '127.0.0.1'],
+      [at(T0), 'Password set', 'alice (setup link)', 'Your account', '127.0.0.1'],
       [at(T0), 'Setup link issued', 'Command line', 'Your account', 'none'],
       [at(T0), 'Account created Plan standard', 'Command line', 'Your account', 'none'],
     ])
@@ -206,10 +206,10 @@ describe('the Activity page', () => {
     expect((await again.signIn('alice', password)).status).toBe(303)
     const rows = rowsOf((await again.get('/account/activity')).body, 'activity')
     expect(rows.slice(0, 4).map((cells) => cells.slice(1, 5))).toEqual([
-      ['Signed in', 'Sign-in page', 'Your account', '127.0.0.1'],
-      ['Signed out everywhere', 'Dashboard session', 'Every session', '127.0.0.1'],
-      ['Signed out', 'Dashboard session', 'A dashboard session', '198.51.100.4'],
-      ['Signed in', 'Sign-in page', 'Your account', '198.51.100.4'],
+      ['Signed in', 'alice (password)', 'Your account', '127.0.0.1'],
+      ['Signed out everywhere', 'alice (password)', 'Every session', '127.0.0.1'],
+      ['Signed out', 'alice (password)', 'A dashboard session', '198.51.100.4'],
+      ['Signed in', 'alice (password)', 'Your account', '198.51.100.4'],
     ])
   })
 
@@ -277,7 +277,7 @@ describe('the Activity page', () => {
     const carol = await holderOf('carol')
     const rows = rowsOf((await carol.get('/account/activity')).body, 'activity')
     expect(rows.map((cells) => [cells[0], cells[1], cells[2]])).toEqual([
-      [at(T0 + 2 * hour), 'Password set', 'Setup link'],
+      [at(T0 + 2 * hour), 'Password set', 'carol (setup link)'],
       [at(T0 + 2 * hour), 'Setup link issued', 'Command line'],
       [at(T0 + 2 * hour), 'Account created Plan standard', 'Command line'],
     ])

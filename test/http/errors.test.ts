@@ -201,6 +201,13 @@ const cases: Partial<Record<ErrorKind, Case[]>> = {
       () => admin(h.app, 'POST', '/accounts', { username: 'bob' }),
     ],
   ],
+  lastOwner: [
+    ['admin API: remove the only owner', () => admin(h.app, 'DELETE', '/accounts/bob/members/bob')],
+    [
+      'admin API: make the only owner a viewer',
+      () => admin(h.app, 'PATCH', '/accounts/bob/members/bob', { role: 'viewer' }),
+    ],
+  ],
 }
 
 /** Rows proved elsewhere: by their own harness (429, 403) or not reachable by a client (500, 503). */

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { HolderError } from '../../accounts/holders.js'
+import { HolderError, type Session } from '../../accounts/holders.js'
 import type { DashboardDeps } from '../deps.js'
 import { form, holderOf, redirect, sendPage } from '../reply.js'
 import { scopesView, settingsView } from '../views/account.js'
@@ -14,12 +14,19 @@ export function accountPages(app: FastifyInstance, { ctx }: DashboardDeps) {
     return sendPage(reply, scopesView({ signedIn, scopes: scopesOf(account) }))
   })
 
+  const personOf = async (session: Session) => {
+    const row = await ctx.members.person(session.login)
+    const person = { hasPassword: row?.password != null, method: session.method }
+    return row?.email == null ? person : { ...person, email: row.email }
+  }
+
   app.get('/settings', async (request, reply) => {
-    const { account, signedIn } = holderOf(request)
+    const { account, signedIn, session } = holderOf(request)
     const notice =
       (request.query as { done?: string }).done === 'password' ? 'Password changed' : undefined
     const scopeCount = scopesOf(account).length
-    return sendPage(reply, settingsView({ signedIn, account, scopeCount, notice }))
+    const person = await personOf(session)
+    return sendPage(reply, settingsView({ signedIn, account, scopeCount, person, notice }))
   })
 
   app.post('/settings/password', async (request, reply) => {
@@ -33,7 +40,8 @@ export function accountPages(app: FastifyInstance, { ctx }: DashboardDeps) {
       if (!(err instanceof HolderError)) throw err
       const scopeCount = scopesOf(account).length
       const error = { message: err.message }
-      return sendPage(reply, settingsView({ signedIn, account, scopeCount, error }), 422)
+      const person = await personOf(session)
+      return sendPage(reply, settingsView({ signedIn, account, scopeCount, person, error }), 422)
     }
   })
 }

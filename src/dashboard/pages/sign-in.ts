@@ -1,38 +1,31 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { HolderError } from '../../accounts/holders.js'
+import { HolderError, type SignedInPerson } from '../../accounts/holders.js'
 import { AccountError } from '../../accounts/service.js'
-import { actorOf, sessionActor } from '../../http/actor.js'
+import { actorOf } from '../../http/actor.js'
 import type { DashboardDeps } from '../deps.js'
 import { form, holderOf, redirect, sendPage } from '../reply.js'
-import { clearSessionCookie, safeNext, sessionId, setSessionCookie } from '../session.js'
+import { clearSessionCookie, safeNext } from '../session.js'
 import type { ThrottleKey } from '../throttle.js'
 import { messageView, setupView, signInView, signUpView } from '../views/auth.js'
+import { beginSession } from './begin.js'
 
 const signedOut = { config: { signedOut: true } }
 
 /** Sign in and out, setup links and open sign-up: where sessions begin and end. */
-export function signInPages(app: FastifyInstance, { ctx, throttle }: DashboardDeps) {
+export function signInPages(app: FastifyInstance, { ctx, throttle, sso }: DashboardDeps) {
   const { holders } = ctx
   const signUp = ctx.config.dashboard.signup
 
-  /** A new session (ending the one the browser had), then the page asked for. */
-  const begin = async (
+  const begin = (
     request: FastifyRequest,
     reply: FastifyReply,
-    username: string,
+    person: SignedInPerson,
     to: string,
-  ) => {
-    const old = sessionId(request)
-    const previous = old === undefined ? undefined : await holders.session(old)
-    if (previous !== undefined) await holders.endSession(previous)
-    const { id } = await holders.startSession(username)
-    setSessionCookie(reply, id)
-    return redirect(reply, to)
-  }
+  ) => beginSession(ctx, request, reply, person, 'password', to)
 
   app.get('/sign-in', signedOut, async (request, reply) => {
     const next = safeNext((request.query as { next?: string }).next)
-    return sendPage(reply, signInView({ next, signUp }))
+    return sendPage(reply, signInView({ next, signUp, sso: sso.button() }))
   })
 
   app.post('/sign-in', signedOut, async (request, reply) => {
@@ -59,26 +52,27 @@ export function signInPages(app: FastifyInstance, { ctx, throttle }: DashboardDe
       )
     }
     const anonymous = actorOf(request, { type: 'anonymous' })
-    const account = await holders.signIn(username, f.get('password') ?? '', anonymous)
-    if (account === undefined) {
+    const password = f.get('password') ?? ''
+    const person = await holders.signIn(username, password, anonymous, sso.only)
+    if (person === undefined) {
       await throttle.fail(keys)
       const error = { message: 'Wrong username or password' }
-      return sendPage(reply, signInView({ username, next, error, signUp }), 401)
+      return sendPage(reply, signInView({ username, next, error, signUp, sso: sso.button() }), 401)
     }
-    await throttle.clear({ kind: 'user', value: account.username })
-    return begin(request, reply, account.username, next)
+    await throttle.clear({ kind: 'user', value: person.login })
+    return begin(request, reply, person, next)
   })
 
   app.post('/sign-out', async (request, reply) => {
-    const { session } = holderOf(request)
-    await holders.endSession(session, sessionActor(request, session.key))
+    const { session, actor } = holderOf(request)
+    await holders.endSession(session, actor)
     clearSessionCookie(reply)
     return redirect(reply, '/account/sign-in')
   })
 
   app.post('/sign-out-everywhere', async (request, reply) => {
-    const { session, account } = holderOf(request)
-    await holders.endAllSessions(account.username, sessionActor(request, session.key))
+    const { session, actor } = holderOf(request)
+    await holders.endAllSessions(session, actor)
     clearSessionCookie(reply)
     return redirect(reply, '/account/sign-in')
   })
@@ -107,13 +101,15 @@ export function signInPages(app: FastifyInstance, { ctx, throttle }: DashboardDe
     const { link } = request.params as { link: string }
     const f = form(request)
     try {
-      const username = await holders.completeSetup(
+      const login = await holders.completeSetup(
         link,
         f.get('password') ?? '',
         f.get('confirm') ?? '',
         actorOf(request, { type: 'anonymous' }),
       )
-      return begin(request, reply, username, '/account')
+      const accounts = await holders.accountsOf(login)
+      const person = { login, accounts: [login, ...accounts.filter((a) => a !== login)] }
+      return begin(request, reply, person, '/account')
     } catch (err) {
       if (!(err instanceof HolderError)) throw err
       if (err.reason === 'linkGone') return linkGone(reply)
@@ -136,7 +132,12 @@ export function signInPages(app: FastifyInstance, { ctx, throttle }: DashboardDe
     try {
       const anonymous = actorOf(request, { type: 'anonymous' })
       const account = await holders.signUp(username, f.get('password') ?? '', anonymous)
-      return begin(request, reply, account.username, '/account')
+      return begin(
+        request,
+        reply,
+        { login: account.username, accounts: [account.username] },
+        '/account',
+      )
     } catch (err) {
       if (!(err instanceof HolderError) && !(err instanceof AccountError)) throw err
       const message = err.message.replace(/^account \S+ already exists$/, 'This username is taken.')

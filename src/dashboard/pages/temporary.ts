@@ -9,6 +9,8 @@ import { revealView, temporaryView } from '../views/tokens.js'
  * `Expires in (minutes)` as the API's `expires`. Outside 1 to 60 minutes the answer is the
  * contract's own message for an expiry in the past or too far ahead.
  */
+const developers = { config: { role: 'developer' as const } }
+
 export function expiresAt(minutes: string, now: number): string {
   const text = minutes.trim()
   if (!/^[+-]?\d{1,6}$/.test(text)) {
@@ -28,13 +30,13 @@ export function temporaryPages(app: FastifyInstance, { ctx }: DashboardDeps) {
   const scopesOf = (a: { plan: string; features: string[] }) =>
     catalog.availableTo(a.plan, a.features)
 
-  app.get('/temporary', async (request, reply) => {
+  app.get('/temporary', developers, async (request, reply) => {
     const { account, signedIn } = holderOf(request)
     const values = { scopes: new Set<string>(), minutes: '60' }
     return sendPage(reply, temporaryView({ signedIn, scopes: scopesOf(account), values }))
   })
 
-  app.post('/temporary', async (request, reply) => {
+  app.post('/temporary', developers, async (request, reply) => {
     const { account, signedIn, actor } = holderOf(request)
     const f = form(request)
     const values = { scopes: new Set(f.getAll('scopes')), minutes: f.get('minutes') ?? '' }

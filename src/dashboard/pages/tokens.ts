@@ -14,6 +14,8 @@ import {
 } from '../views/tokens.js'
 import { readTokenForm, tokenFields } from './token-form.js'
 
+const developers = { config: { role: 'developer' as const } }
+
 /** The tokens page, creating a token, a token's page and its deletion. */
 export function tokenPages(app: FastifyInstance, { ctx }: DashboardDeps) {
   const { tokens, accounts, catalog } = ctx
@@ -34,13 +36,13 @@ export function tokenPages(app: FastifyInstance, { ctx }: DashboardDeps) {
     return sendPage(reply, tokensView({ signedIn, ...page, lastUsed, now: tokens.now(), notice }))
   })
 
-  app.get('/tokens/new', async (request, reply) => {
+  app.get('/tokens/new', developers, async (request, reply) => {
     const { account, signedIn } = holderOf(request)
     const values = { note: '', scopes: new Set<string>(), allowedUrls: '' }
     return sendPage(reply, newTokenView({ signedIn, scopes: scopesOf(account), values }))
   })
 
-  app.post('/tokens/new', async (request, reply) => {
+  app.post('/tokens/new', developers, async (request, reply) => {
     const { account, signedIn, actor } = holderOf(request)
     const values = readTokenForm(form(request))
     try {
@@ -87,7 +89,7 @@ export function tokenPages(app: FastifyInstance, { ctx }: DashboardDeps) {
     return sendPage(reply, await tokenPage(account, { signedIn, notice }, id))
   })
 
-  app.post('/tokens/:id', async (request, reply) => {
+  app.post('/tokens/:id', developers, async (request, reply) => {
     const { account, signedIn, actor } = holderOf(request)
     const { id } = request.params as { id: string }
     const values = readTokenForm(form(request))
@@ -101,13 +103,13 @@ export function tokenPages(app: FastifyInstance, { ctx }: DashboardDeps) {
     }
   })
 
-  app.get('/tokens/:id/delete', async (request, reply) => {
+  app.get('/tokens/:id/delete', developers, async (request, reply) => {
     const { account, signedIn } = holderOf(request)
     const token = await tokens.get(account, (request.params as { id: string }).id)
     return sendPage(reply, deleteView({ signedIn, token }))
   })
 
-  app.post('/tokens/:id/delete', async (request, reply) => {
+  app.post('/tokens/:id/delete', developers, async (request, reply) => {
     const { account, signedIn, actor } = holderOf(request)
     const { id } = request.params as { id: string }
     try {

@@ -1,3 +1,4 @@
+import type { SignInMethod } from '../../audit/events.js'
 import type { AccountRecord } from '../../db/repositories.js'
 import type { Scope } from '../../scopes/catalog.js'
 import { alert, csrf, type FormError, notice, time } from './forms.js'
@@ -23,10 +24,31 @@ ${v.scopes.map(
   )
 }
 
+const methodText = { password: 'a password', link: 'a portal link', sso: 'single sign-on' }
+
+const passwordSection = (
+  v: Parameters<typeof settingsView>[0],
+) => html`<section aria-labelledby="password-heading" class="card">
+  <h2 id="password-heading">Change password</h2>
+  ${alert(v.error)}
+  <form method="post" action="/account/settings/password" novalidate>
+    ${csrf(v.signedIn.csrf)}
+    <input type="hidden" name="username" autocomplete="username" value="${v.signedIn.login}">
+    <label for="current-password">Current password</label>
+    <input id="current-password" name="current" type="password" autocomplete="current-password" required>
+    <label for="new-password">New password</label>
+    <input id="new-password" name="password" type="password" autocomplete="new-password" minlength="12" maxlength="256" required aria-describedby="password-rule">
+    <p class="hint" id="password-rule">At least 12 characters. Your other sessions end when it changes.</p>
+    <button type="submit">Change password</button>
+  </form>
+</section>`
+
 export function settingsView(v: {
   signedIn: SignedIn
   account: AccountRecord
   scopeCount: number
+  /** The person signed in: whether they have a password here, and how they signed in. */
+  person: { hasPassword: boolean; method: SignInMethod; email?: string }
   error?: FormError
   notice?: string
 }) {
@@ -45,23 +67,18 @@ export function settingsView(v: {
   </dl>
   <p class="hint">Your plan and features are set by your operator.</p>
 </section>
-<section aria-labelledby="password-heading" class="card">
-  <h2 id="password-heading">Change password</h2>
-  ${alert(v.error)}
-  <form method="post" action="/account/settings/password" novalidate>
-    ${csrf(v.signedIn.csrf)}
-    <input type="hidden" name="username" autocomplete="username" value="${account.username}">
-    <label for="current-password">Current password</label>
-    <input id="current-password" name="current" type="password" autocomplete="current-password" required>
-    <label for="new-password">New password</label>
-    <input id="new-password" name="password" type="password" autocomplete="new-password" minlength="12" maxlength="256" required aria-describedby="password-rule">
-    <p class="hint" id="password-rule">At least 12 characters. Your other sessions end when it changes.</p>
-    <button type="submit">Change password</button>
-  </form>
+<section aria-labelledby="you-heading" class="card">
+  <h2 id="you-heading">You</h2>
+  <dl class="facts">
+    <dt>Username</dt><dd>${v.signedIn.login}</dd>
+    <dt>Email</dt><dd>${v.person.email ?? html`<span class="none">none</span>`}</dd>
+    <dt>Role</dt><dd>${v.signedIn.role}</dd>
+    <dt>Signed in with</dt><dd>${methodText[v.person.method]}</dd>
+  </dl>
 </section>
-<section aria-labelledby="sessions-heading" class="card">
+${v.person.hasPassword ? passwordSection(v) : ''}<section aria-labelledby="sessions-heading" class="card">
   <h2 id="sessions-heading">Sessions</h2>
-  <p>Signed in on a computer you no longer use? End every session of this account, this one included.</p>
+  <p>Signed in on a computer you no longer use? End every session of yours, this one included, in every account.</p>
   <form method="post" action="/account/sign-out-everywhere" novalidate>
     ${csrf(v.signedIn.csrf)}
     <button type="submit" class="danger">Sign out everywhere</button>

@@ -9,6 +9,8 @@ export const signInView = (v: {
   next: string
   error?: FormError
   signUp: boolean
+  /** The single sign-on button's text, when it is offered. */
+  sso?: string
 }) =>
   layout(
     { title: 'Sign in' },
@@ -22,6 +24,11 @@ ${alert(v.error)}
   <input id="password" name="password" type="password" autocomplete="current-password" required>
   <button type="submit">Sign in</button>
 </form>
+${
+  v.sso === undefined
+    ? ''
+    : html`<p class="sso"><a class="button secondary" href="/account/sso?next=${encodeURIComponent(v.next)}">${v.sso}</a></p>`
+}
 <p class="hint">Forgot your password? Ask your operator for a new setup link.</p>
 ${v.signUp ? html`<p>No account yet? <a href="/account/sign-up">Create an account</a></p>` : ''}
 </div>`,

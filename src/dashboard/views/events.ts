@@ -17,6 +17,12 @@ const actions: Record<AuditAction, string> = {
   'account.deleted': 'Account deleted',
   'account.invited': 'Setup link issued',
   'password.set': 'Password set',
+  'member.invited': 'Member invited',
+  'member.added': 'Member joined',
+  'member.role_changed': 'Role changed',
+  'member.removed': 'Member removed',
+  'invitation.revoked': 'Invitation revoked',
+  'portal_link.created': 'Portal link created',
   'password.changed': 'Password changed',
   'signin.succeeded': 'Signed in',
   'signin.failed': 'Sign-in failed',
@@ -68,9 +74,21 @@ export function particulars(e: AuditEvent): Html | string {
         ? `Plan ${d.plan}${features.length === 0 ? '' : ` · features ${features.join(', ')}`}`
         : ''
     }
+    case 'member.invited':
+    case 'member.added':
+    case 'member.role_changed':
+    case 'portal_link.created':
+      return typeof d.role === 'string' ? `Role ${d.role}` : ''
     default:
       return ''
   }
+}
+
+const methodText = {
+  password: 'password',
+  link: 'portal link',
+  sso: 'single sign-on',
+  'setup link': 'setup link',
 }
 
 const shortId = (id: string) => (id.length > 9 ? `${id.slice(0, 8)}…` : id)
@@ -83,13 +101,21 @@ export function actorText(e: AuditEvent): Html {
       // A no-break space: the kind stays beside the id.
       if (id === undefined) return html`Temporary token${usage ? `\u00a0(${usage})` : ''}`
       return html`API token <code>${shortId(id)}</code>${usage ? `\u00a0(${usage})` : ''}`
-    case 'session':
-      return html`Dashboard session`
+    case 'session': {
+      if (e.actor.login === undefined) return html`Dashboard session`
+      const how = e.actor.method === undefined ? '' : ` (${methodText[e.actor.method]})`
+      return html`<span class="person">${e.actor.login}</span>${how}`
+    }
     case 'cli':
       return html`Command line`
     case 'admin':
       return id === undefined ? html`Operator` : html`Operator (admin key ${id})`
     default:
+      if (e.actor.login !== undefined) {
+        const method = e.action === 'password.set' ? 'setup link' : e.actor.method
+        const how = method === undefined ? '' : ` (${methodText[method]})`
+        return html`<span class="person">${e.actor.login}</span>${how}`
+      }
       // Before any session: the sign-in page, a setup link or the sign-up page.
       if (e.action === 'signin.succeeded' || e.action === 'signin.failed') return html`Sign-in page`
       if (e.action === 'password.set') return html`Setup link`
@@ -114,6 +140,11 @@ export function targetText(e: AuditEvent, tokens: ReadonlyMap<string, TokenView>
     return html`<a href="/account/tokens/${id}">${name}</a> <code class="id">${shortId(id)}</code>`
   }
   if (type === 'account') return html`Your account`
+  if (type === 'member') return html`Member <span class="person">${id ?? ''}</span>`
+  if (type === 'invitation' || type === 'portal_link') {
+    const email = typeof e.details?.email === 'string' ? e.details.email : ''
+    return html`${type === 'invitation' ? 'Invitation' : 'Portal link'} for ${email}`
+  }
   if (type === 'session') {
     return e.details?.which === 'all' ? html`Every session` : html`A dashboard session`
   }

@@ -1,12 +1,24 @@
+import type { Role } from '../../accounts/people.js'
 import { assetUrl } from '../assets.js'
 import { type Html, html } from './html.js'
 
 export interface Frame {
   title: string
   /** Signed in: the header shows the navigation and `Sign out`. */
-  signedIn?: { username: string; csrf: string }
+  signedIn?: {
+    /** The account the session is in. */
+    username: string
+    csrf: string
+    /** The person signed in, and their role in the account. */
+    login: string
+    role: Role
+    /** The person belongs to more than one account: the header offers to switch. */
+    switchable: boolean
+    /** A portal link's way back to the platform. */
+    returnUrl?: string
+  }
   /** The navigation entry of this page. */
-  section?: 'tokens' | 'scopes' | 'activity' | 'settings'
+  section?: 'tokens' | 'scopes' | 'activity' | 'members' | 'settings'
 }
 
 export type SignedIn = NonNullable<Frame['signedIn']>
@@ -18,14 +30,29 @@ const nav = (frame: Frame) => {
   if (user === undefined) return ''
   return html`<nav aria-label="Main">
       ${link('/account', 'Access tokens', 'tokens')} ${link('/account/scopes', 'Scopes', 'scopes')}
-      ${link('/account/activity', 'Activity', 'activity')} ${link('/account/settings', 'Settings', 'settings')}
+      ${link('/account/activity', 'Activity', 'activity')} ${link('/account/members', 'Members', 'members')}
+      ${link('/account/settings', 'Settings', 'settings')}
     </nav>
+    ${user.returnUrl === undefined ? '' : html`<a class="back" href="${user.returnUrl}">${backText(user.returnUrl)}</a>`}
     <form method="post" action="/account/sign-out" class="sign-out" novalidate>
       <input type="hidden" name="_csrf" value="${user.csrf}">
-      <span class="who">${user.username}</span>
+      <span class="who">${who(user)}</span>
       <button type="submit" class="secondary">Sign out</button>
     </form>`
 }
+
+/** The account, and the person when theirs is another name; a way to switch when they can. */
+const who = (user: SignedIn) => {
+  const person =
+    user.login === user.username ? '' : html` <span class="login">(${user.login})</span>`
+  const account = user.switchable
+    ? html`<a href="/account/accounts" title="Switch account">${user.username}</a>`
+    : user.username
+  return html`${account}${person}`
+}
+
+/** "Back to <the platform's host>": the link a portal link's page and header offer. */
+export const backText = (url: string) => `Back to ${new URL(url).host}`
 
 /** The whole document around a page's content. */
 export const layout = (frame: Frame, content: Html) => html`<!doctype html>

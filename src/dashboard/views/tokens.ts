@@ -47,7 +47,11 @@ export function tokensView(v: {
     { title: 'Access tokens', signedIn: v.signedIn, section: 'tokens' },
     html`${notice(v.notice)}
 <p class="lead">Tokens let your applications call the API. Public tokens (pk) may be used in web pages; secret tokens (sk) belong on your servers.</p>
-<p class="actions"><a class="button" href="/account/tokens/new">Create a token</a> <a class="button secondary" href="/account/temporary">Create a temporary token</a></p>
+${
+  v.signedIn.role === 'viewer'
+    ? html`<p class="hint">You are a viewer in this account: you can read everything here and change nothing.</p>`
+    : html`<p class="actions"><a class="button" href="/account/tokens/new">Create a token</a> <a class="button secondary" href="/account/temporary">Create a temporary token</a></p>`
+}
 <p class="visually-hidden" id="copy-status" role="status"></p>
 <table class="tokens">
 <caption class="visually-hidden">Your access tokens</caption>
@@ -129,7 +133,24 @@ export function tokenPageView(v: {
   <h2 id="usage-heading">Validations</h2>
   ${usageChart(v.usage, v.now)}
 </section>
-<form method="post" action="/account/tokens/${t.id}" class="card" novalidate>
+${v.signedIn.role === 'viewer' ? readOnly(t) : editable(v)}`,
+  )
+}
+
+/** A viewer's view of a token's settings: text, no form. */
+const readOnly = (t: TokenView) => html`<section aria-labelledby="settings-heading" class="card">
+  <h2 id="settings-heading">Settings</h2>
+  <dl class="facts">
+    <dt>Note</dt><dd>${t.note === '' ? html`<span class="none">none</span>` : t.note}</dd>
+    <dt>Scopes</dt><dd>${t.scopes.length === 0 ? html`<span class="none">none</span>` : t.scopes.join(', ')}</dd>
+    <dt>Allowed URLs</dt><dd>${t.allowedUrls === undefined || t.allowedUrls.length === 0 ? html`<span class="none">anywhere</span>` : t.allowedUrls.join(', ')}</dd>
+  </dl>
+  <p class="hint">You are a viewer in this account: developers and owners change tokens.</p>
+</section>`
+
+const editable = (v: Parameters<typeof tokenPageView>[0]) => {
+  const t = v.token
+  return html`<form method="post" action="/account/tokens/${t.id}" class="card" novalidate>
   ${csrf(v.signedIn.csrf)}
   ${fields(v.scopes, v.values)}
   <button type="submit">Save changes</button>
@@ -140,8 +161,7 @@ ${
     : html`<form method="get" action="/account/tokens/${t.id}/delete" class="danger-zone">
   <button type="submit" class="danger">Delete token</button>
 </form>`
-}`,
-  )
+}`
 }
 
 export function deleteView(v: { signedIn: SignedIn; token: TokenView; error?: FormError }) {

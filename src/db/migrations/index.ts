@@ -4,6 +4,7 @@ import * as accountHolders from './0002-account-holders.js'
 import * as operations from './0003-operations.js'
 import * as eventOutbox from './0004-event-outbox.js'
 import * as webhooks from './0005-webhooks.js'
+import * as members from './0006-members.js'
 
 /** Registered explicitly (no globbing) so that they survive bundling. Append only. */
 const migrations: Record<string, Migration> = {
@@ -12,6 +13,7 @@ const migrations: Record<string, Migration> = {
   '0003-operations': operations,
   '0004-event-outbox': eventOutbox,
   '0005-webhooks': webhooks,
+  '0006-members': members,
 }
 
 export const migrationProvider: MigrationProvider = {

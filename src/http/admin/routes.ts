@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify'
+import { MemberError } from '../../accounts/people.js'
 import { AccountError } from '../../accounts/service.js'
 import type { AppContext } from '../../context.js'
 import { ApiError } from '../../errors.js'
@@ -6,6 +7,7 @@ import { accountRoutes } from './accounts.js'
 import { auditRoutes } from './audit.js'
 import { eventRoutes } from './events.js'
 import { introspectRoutes } from './introspect.js'
+import { memberRoutes } from './members.js'
 import { adminTag, securitySchemes } from './schemas.js'
 import { accountTokenRoutes } from './tokens.js'
 import { webhookRoutes } from './webhooks.js'
@@ -22,6 +24,17 @@ const accountFailure = (err: AccountError) =>
       ? 'noSuchUser'
       : err.kind === 'exists'
         ? 'accountExists'
+        : 'invalidResources',
+    err.message,
+  )
+
+/** A member service refusal: 404 for no such member, 409 for the last owner, else 422. */
+const memberFailure = (err: MemberError) =>
+  new ApiError(
+    err.reason === 'missing'
+      ? 'notFound'
+      : err.reason === 'lastOwner'
+        ? 'lastOwner'
         : 'invalidResources',
     err.message,
   )
@@ -47,7 +60,9 @@ export function adminRoutes(app: FastifyInstance, ctx: AppContext): void {
       })
       // Thrown on to the app's error handler, which answers every ApiError.
       admin.setErrorHandler((error) => {
-        throw error instanceof AccountError ? accountFailure(error) : error
+        if (error instanceof AccountError) throw accountFailure(error)
+        if (error instanceof MemberError) throw memberFailure(error)
+        throw error
       })
       // Unknown paths here answer 401 too without a key: nothing is told before it.
       admin.setNotFoundHandler(() => {
@@ -59,6 +74,7 @@ export function adminRoutes(app: FastifyInstance, ctx: AppContext): void {
       introspectRoutes(admin, ctx)
       eventRoutes(admin, ctx)
       webhookRoutes(admin, ctx)
+      memberRoutes(admin, ctx)
     },
     { prefix: '/admin/v1' },
   )

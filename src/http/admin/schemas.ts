@@ -124,6 +124,14 @@ export const AuditEventObject = Type.Object({
     type: Type.String(),
     id: Type.Optional(Type.String()),
     usage: Type.Optional(Type.String()),
+    login: Type.Optional(
+      Type.String({ description: 'The person, for a dashboard session (their login)' }),
+    ),
+    method: Type.Optional(
+      Type.String({
+        description: 'How that person signed in: `password`, `link` (portal link) or `sso`',
+      }),
+    ),
   }),
   account: Type.Optional(Type.String()),
   target: Type.Object({ type: Type.String(), id: Type.Optional(Type.String()) }),
@@ -232,4 +240,57 @@ export const WebhookDelivery = Type.Object({
   created: Type.String({ description: 'The first attempt' }),
   nextAttempt: Type.Optional(Type.String({ description: 'While pending' })),
   attempts: Type.Array(WebhookAttempt, { description: 'Oldest first' }),
+})
+
+export const MemberParams = Type.Object({ username: Type.String(), login: Type.String() })
+
+const RoleField = Type.String({
+  ...resources,
+  description: '`owner` (everything, members too), `developer` (tokens) or `viewer` (reads only)',
+})
+
+export const MemberObject = Type.Object({
+  login: Type.String({ description: 'The username the person signs in with' }),
+  email: Type.Optional(Type.String()),
+  name: Type.Optional(Type.String()),
+  role: Type.String(),
+  created: Type.String({ description: 'When they joined the account' }),
+  sso: Type.Boolean({ description: 'They have signed in through single sign-on' }),
+})
+
+export const InviteMemberBody = Type.Object(
+  { email: Type.String({ ...resources, maxLength: 254 }), role: RoleField },
+  resources,
+)
+
+export const Invited = Type.Object({
+  email: Type.String(),
+  role: Type.String(),
+  invitationUrl: Type.String({
+    description: 'A one-time link (7 days) to pass on: the person joins with it',
+  }),
+  expires: Type.String(),
+})
+
+export const SetRoleBody = Type.Object({ role: RoleField }, resources)
+
+export const PortalLinkBody = Type.Object(
+  {
+    email: Type.String({ ...resources, maxLength: 254 }),
+    name: Type.Optional(Type.String({ ...resources, maxLength: 128 })),
+    role: RoleField,
+    returnUrl: Type.Optional(
+      Type.String({
+        ...resources,
+        maxLength: 2048,
+        description: 'https, on an origin listed in PORTAL_RETURN_ORIGINS',
+      }),
+    ),
+  },
+  resources,
+)
+
+export const PortalLink = Type.Object({
+  url: Type.String({ description: 'Works once, within 5 minutes; a GET alone does not use it' }),
+  expires: Type.String(),
 })
