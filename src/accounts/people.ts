@@ -484,24 +484,43 @@ export class MemberService {
   }
 
   /**
-   * Single sign-on: the person the provider's identity is linked to, or, at their first SSO
-   * sign-in, the person an invitation or portal link made with this verified email (the
-   * identity is then linked, and the email no longer matters). Undefined: nobody to sign in.
+   * Single sign-on: the person the provider's identity is linked to; or, at their first SSO
+   * sign-in, the person an invitation or portal link made with this verified email, or a new
+   * person for the open invitations to this email (they join those accounts). The identity is
+   * then linked, and the email no longer matters. Undefined: nobody to sign in.
    */
-  async ssoPerson(identity: Identity): Promise<PersonRow | undefined> {
+  async ssoPerson(identity: Identity, actor: Actor): Promise<PersonRow | undefined> {
     const linked = await peopleRepo.byIdentity(this.db, identity.issuer, identity.subject)
     if (linked !== undefined) return linked
     const email = normalEmail(identity.email)
     if (email === undefined || !identity.emailVerified) return undefined
+    const link = { oidc_issuer: identity.issuer, oidc_subject: identity.subject }
     return this.db.transaction().execute(async (trx) => {
       const candidates = await peopleRepo.byEmail(trx, email)
       const person = candidates.find((p) => p.oidc_subject === null)
-      if (person === undefined) return undefined
-      await peopleRepo.updatePerson(trx, person.login, {
-        oidc_issuer: identity.issuer,
-        oidc_subject: identity.subject,
-      })
-      return { ...person, oidc_issuer: identity.issuer, oidc_subject: identity.subject }
+      if (person !== undefined) {
+        await peopleRepo.updatePerson(trx, person.login, link)
+        return { ...person, ...link }
+      }
+      if (candidates.length > 0) return undefined
+      const at = isoTime(this.now())
+      const invitations = await peopleRepo.openInvitationsFor(trx, email, at)
+      if (invitations.length === 0) return undefined
+      const login = await freeLogin(trx, email)
+      const name = identity.name?.trim().slice(0, 128) || null
+      const created = newPerson(login, at, { email, name, ...link })
+      await peopleRepo.insertPerson(trx, created)
+      const who = { ...actor, login, method: 'sso' as const }
+      for (const invitation of invitations) {
+        await peopleRepo.endInvitation(trx, invitation.id_hash, at)
+        await this.join(trx, invitation.username, login, invitation.role as Role, at)
+        const details = { role: invitation.role, via: 'invitation' }
+        await auditRepo.insert(
+          trx,
+          this.event('member.added', who, invitation.username, memberTarget(login), details),
+        )
+      }
+      return created
     })
   }
 

@@ -127,7 +127,7 @@ export class SingleSignOn {
   async finish(callbackUrl: URL, checks: FlowChecks): Promise<Identity> {
     const config = this.config
     if (config === undefined) throw new SsoRefused('Single sign-on is not available right now.')
-    let claims: client.IDToken | undefined
+    let claims: Record<string, unknown>
     try {
       const tokens = await client.authorizationCodeGrant(config, callbackUrl, {
         expectedState: checks.state,
@@ -135,7 +135,15 @@ export class SingleSignOn {
         pkceCodeVerifier: checks.verifier,
         idTokenExpected: true,
       })
-      claims = tokens.claims()
+      const idToken = tokens.claims()
+      if (idToken === undefined) throw new Error('no ID token')
+      claims = { ...idToken }
+      // Providers that follow the letter of OpenID Connect Core 5.4 put scope claims (email)
+      // only in the UserInfo answer; its `sub` must be the ID token's.
+      if (idToken.email === undefined && config.serverMetadata().userinfo_endpoint) {
+        const info = await client.fetchUserInfo(config, tokens.access_token, idToken.sub)
+        claims = { ...info, ...idToken, email: info.email, email_verified: info.email_verified }
+      }
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err)
       this.log.info({ reason: reason.split('\n')[0] }, 'single sign-on refused')
@@ -143,10 +151,9 @@ export class SingleSignOn {
         'The sign-in through your provider could not be completed. Start again from the sign-in page.',
       )
     }
-    if (claims === undefined) throw new SsoRefused('The provider sent no ID token.')
     const identity: Identity = {
-      issuer: claims.iss,
-      subject: claims.sub,
+      issuer: String(claims.iss),
+      subject: String(claims.sub),
       emailVerified: claims.email_verified === true,
     }
     if (typeof claims.email === 'string') identity.email = claims.email

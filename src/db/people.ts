@@ -178,6 +178,18 @@ export const peopleRepo = {
       .execute()
   },
 
+  /** Open invitations for this email, in any account, oldest first. */
+  async openInvitationsFor(db: Executor, email: string, at: string): Promise<InvitationRow[]> {
+    return db
+      .selectFrom('invitations')
+      .selectAll()
+      .where('email', '=', email)
+      .where('ended', 'is', null)
+      .where('expires', '>', at)
+      .orderBy('created')
+      .execute()
+  },
+
   /** Ends an invitation if still open at `at`; false when it was not. */
   async endInvitation(db: Executor, idHash: string, at: string, username?: string) {
     let q = db

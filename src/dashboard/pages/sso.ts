@@ -29,7 +29,7 @@ const flowId = (request: FastifyRequest) => {
 const setFlowCookie = (reply: FastifyReply, value: string, maxAge: number) =>
   reply.header(
     'set-cookie',
-    `${flowCookie}=${value}; Path=/account/sso; Max-Age=${maxAge}; Secure; HttpOnly; SameSite=Lax`,
+    `${flowCookie}=${value}; Path=/; Max-Age=${maxAge}; Secure; HttpOnly; SameSite=Lax`,
   )
 
 /**
@@ -90,7 +90,7 @@ export function ssoPages(app: FastifyInstance, { ctx, sso }: DashboardDeps) {
       throw err
     }
     const anonymous = actorOf(request, { type: 'anonymous' })
-    let person = await ctx.members.ssoPerson(identity)
+    let person = await ctx.members.ssoPerson(identity, anonymous)
     if (person === undefined && !identity.emailVerified) {
       return refuse(reply, [
         'Your provider has not verified your email address, so it cannot be matched to an invitation.',
