@@ -50,6 +50,9 @@ const originOf = (url: string) => {
  */
 export function checkOrigin(request: FastifyRequest, publicUrl: string) {
   const origin = request.headers.origin
+  // A page sent with `Referrer-Policy: no-referrer` (portal links) makes the browser say
+  // `Origin: null`; its Fetch Metadata still tells a same-origin form from another site's.
+  if (origin === 'null' && request.headers['sec-fetch-site'] === 'same-origin') return
   const referer = request.headers.referer
   const claimed =
     typeof origin === 'string'

@@ -503,6 +503,31 @@ describe('one-time portal links', () => {
     ])
   })
 
+  it("takes the Continue of its own page (Origin null under no-referrer), never another site's", async () => {
+    const path = async () =>
+      new URL((await create({ email: 'pat@platform.example', role: 'viewer' })).body.url).pathname
+    const forged = [
+      { origin: 'null', 'sec-fetch-site': 'cross-site' },
+      { origin: 'null' },
+      { origin: 'https://evil.example', 'sec-fetch-site': 'same-origin' },
+    ]
+    const link = await path()
+    for (const headers of forged) {
+      const res = await new DashboardClient(h.app).post(link, {}, headers)
+      expect(res.status, JSON.stringify(headers)).toBe(403)
+    }
+    // Refused before it was used: the browser's own Continue still works.
+    const own = await new DashboardClient(h.app).post(
+      link,
+      {},
+      {
+        origin: 'null',
+        'sec-fetch-site': 'same-origin',
+      },
+    )
+    expect([own.status, own.location]).toEqual([303, '/account'])
+  })
+
   it('matches the member by email within the account, and gives them the role of the link', async () => {
     const first = new URL(
       (await create({ email: 'pat@platform.example', role: 'developer' })).body.url,

@@ -9,9 +9,11 @@ const fleet = fleetEnv()
 let first: ServerProcess
 let second: ServerProcess
 const password = 'correct horse battery staple'
+const operatorSecret = 'op-fleet-0123456789abcdefghijklmnopqrstuvwxyz'
 
 beforeAll(async () => {
-  ;[first, second] = await Promise.all([startServer(fleet.env), startServer(fleet.env)])
+  const env = { ...fleet.env, ADMIN_KEYS: `k1:${operatorSecret}` }
+  ;[first, second] = await Promise.all([startServer(env), startServer(env)])
 })
 afterAll(async () => {
   await Promise.all([first?.stop(), second?.stop()])
@@ -28,9 +30,18 @@ interface Answer {
 function page(
   server: ServerProcess,
   path: string,
-  options: { cookie?: string; form?: Record<string, string>; ip?: string } = {},
+  options: {
+    cookie?: string
+    form?: Record<string, string>
+    ip?: string
+    json?: unknown
+    bearer?: string
+  } = {},
 ): Promise<Answer> {
-  const body = options.form && new URLSearchParams(options.form).toString()
+  const body =
+    options.json === undefined
+      ? options.form && new URLSearchParams(options.form).toString()
+      : JSON.stringify(options.json)
   return new Promise((resolve, reject) => {
     const req = request(
       `${server.url}${path}`,
@@ -40,9 +51,12 @@ function page(
         agent: false,
         headers: {
           ...(options.cookie ? { cookie: options.cookie } : {}),
+          ...(options.bearer ? { authorization: `Bearer ${options.bearer}` } : {}),
           ...(body === undefined
             ? {}
-            : { 'content-type': 'application/x-www-form-urlencoded', origin: server.url }),
+            : options.json === undefined
+              ? { 'content-type': 'application/x-www-form-urlencoded', origin: server.url }
+              : { 'content-type': 'application/json' }),
         },
       },
       (res) => {
@@ -107,5 +121,50 @@ describe('the dashboard on two instances sharing PostgreSQL and Redis', () => {
     expect(refused.status).toBe(429)
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(890)
     expect(Number(refused.headers['retry-after'])).toBeLessThanOrEqual(900)
+  })
+
+  it('signs a removed member out on the other instance at once; a portal link works once across both', async () => {
+    const account = await tessera(first.env, 'account', 'create', 'dash-m')
+    const owner = await page(first, new URL(account.setupUrl).pathname, {
+      form: { password, confirm: password },
+    })
+    const ownerCookie = cookieOf(owner)
+    const invited = await tessera(first.env, 'member', 'add', 'dash-m', 'mo@m.example')
+    expect(invited.role).toBe('developer')
+    const joined = await page(second, new URL(invited.invitationUrl).pathname, {
+      form: { login: 'mo', password, confirm: password },
+    })
+    expect(joined.status).toBe(303)
+    const moCookie = cookieOf(joined)
+    expect((await page(first, '/account', { cookie: moCookie })).status).toBe(200)
+
+    const members = await page(first, '/account/members', { cookie: ownerCookie })
+    const removed = await page(first, '/account/members/mo/remove', {
+      cookie: ownerCookie,
+      form: { _csrf: csrfOf(members) },
+    })
+    expect(removed.headers.location).toBe('/account/members?done=removed')
+    const out = await page(second, '/account', { cookie: moCookie })
+    expect([out.status, out.headers.location]).toEqual([303, '/account/sign-in'])
+
+    const made = await page(first, '/admin/v1/accounts/dash-m/portal-links', {
+      bearer: operatorSecret,
+      json: { email: 'pat@m.example', role: 'viewer' },
+    })
+    expect(made.status).toBe(201)
+    const path = new URL(JSON.parse(made.body).url).pathname
+    expect((await page(second, path)).status).toBe(200)
+    expect((await page(first, path)).status).toBe(200)
+    // Both instances at once: one signs in, the other finds it used.
+    const both = await Promise.all([
+      page(first, path, { form: {} }),
+      page(second, path, { form: {} }),
+    ])
+    expect(both.map((a) => a.status).sort()).toEqual([303, 410])
+    const used = both.find((a) => a.status === 303) as Answer
+    const tokens = await page(second, '/account', { cookie: cookieOf(used) })
+    expect(tokens.status).toBe(200)
+    expect(tokens.body).toContain('dash-m <span class="login">(pat)</span>')
+    expect((await page(second, path, { form: {} })).status).toBe(410)
   })
 })

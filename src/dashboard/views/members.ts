@@ -28,9 +28,11 @@ export function membersView(v: {
   notice?: string
 }) {
   const owner = v.signedIn.role === 'owner'
+  // A name comes with portal links and single sign-on: the column only when someone has one.
+  const names = v.members.some((m) => m.name !== undefined)
   const row = (m: Member) => html`<tr>
   <th scope="row">${m.login}${m.login === v.signedIn.login ? html` <span class="tag">you</span>` : ''}</th>
-  <td data-label="Name">${m.name ?? ''}</td>
+  ${names ? html`<td data-label="Name">${m.name ?? ''}</td>` : ''}
   <td data-label="Email">${m.email ?? html`<span class="none">none</span>`}</td>
   <td data-label="Role">${
     owner
@@ -65,7 +67,7 @@ export function membersView(v: {
     }
 <table class="members">
 <caption class="visually-hidden">Members of ${v.signedIn.username}</caption>
-<thead><tr><th scope="col">Username</th><th scope="col">Name</th><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Joined</th>${owner ? html`<th scope="col">Actions</th>` : ''}</tr></thead>
+<thead><tr><th scope="col">Username</th>${names ? html`<th scope="col">Name</th>` : ''}<th scope="col">Email</th><th scope="col">Role</th><th scope="col">Joined</th>${owner ? html`<th scope="col">Actions</th>` : ''}</tr></thead>
 <tbody>
 ${v.members.map(row)}
 </tbody>
