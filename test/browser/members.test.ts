@@ -72,6 +72,7 @@ describe.skipIf(!available)('members, roles and portal links', () => {
     const context = await newContext(browser)
     const page = await context.newPage()
     await visit(page, url)
+    if (login === 'devon') await inspect(page, 'invitation')
     await field(page, 'Username').fill(login)
     await field(page, 'New password').fill(password)
     await field(page, 'Confirm password').fill(password)

@@ -14,6 +14,7 @@ import {
   field,
   follow,
   heading,
+  inspect,
   link,
   navigation,
   newContext,
@@ -132,6 +133,7 @@ describe.skipIf(!available)('single sign-on (OpenID Connect)', () => {
     const page = await context.newPage()
     await visit(page, `${server.url}/account/sign-in?next=%2Faccount%2Fscopes`)
     expect(await link(page, 'Sign in with Acme ID').isVisible()).toBe(true)
+    await inspect(page, 'sign-in-sso')
     await link(page, 'Sign in with Acme ID').click()
     await page.waitForURL((url) => url.href.startsWith(provider.issuer))
     const back = await providerLogin(page, 'sam')
@@ -178,6 +180,7 @@ describe.skipIf(!available)('single sign-on (OpenID Connect)', () => {
     expect(await heading(page2)).toBe('Access tokens')
     await follow(page2, 'Settings')
     expect(await bodyText(page2)).toContain('single sign-on')
+    await inspect(page2, 'settings-sso')
     await later.close()
   })
 
@@ -196,6 +199,7 @@ describe.skipIf(!available)('single sign-on (OpenID Connect)', () => {
       const answer = await providerLogin(page, login)
       expect(answer.response.status()).toBe(403)
       await refusedWithoutSession(page, answer.response.status(), text)
+      await inspect(page, `sso-refused-${login}`)
       await context.close()
     }
   })
