@@ -269,7 +269,12 @@ export class WebhookDispatcher {
     let retryAt = 0
     if (!sent.delivered) {
       state = now - since >= giveUpMs ? 'failed' : 'pending'
-      if (state === 'pending') retryAt = Math.min(now + backoffMs(attempts), since + giveUpMs)
+      // Due strictly after `now`: full jitter can draw 0, and a retry due at `now` is claimed at
+      // once, before the clock has moved (a clock moved only when told, as the tests', then
+      // gets an extra attempt, stamped with the old time).
+      if (state === 'pending') {
+        retryAt = Math.min(now + Math.max(1, backoffMs(attempts)), since + giveUpMs)
+      }
     }
     const written = await webhookRepo.record(db, {
       endpointId: endpoint.id,
