@@ -159,6 +159,26 @@ const cases: Case[] = [
     line: /^PUBLIC_URL must be an https:\/\/ URL$/,
   },
   {
+    what: 'OIDC_ISSUER without its client',
+    env: () => ({ OIDC_ISSUER: 'https://id.example' }),
+    line: /^OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET must be given together$/,
+  },
+  {
+    what: 'OIDC_ISSUER not https',
+    env: () => ({ OIDC_ISSUER: 'http://id.example', OIDC_CLIENT_ID: 'c', OIDC_CLIENT_SECRET: 's' }),
+    line: /^OIDC_ISSUER must be an https:\/\/ URL$/,
+  },
+  {
+    what: 'OIDC_ONLY without a provider',
+    env: () => ({ OIDC_ONLY: '1' }),
+    line: /^OIDC_ONLY=1 needs OIDC_ISSUER, OIDC_CLIENT_ID and OIDC_CLIENT_SECRET$/,
+  },
+  {
+    what: 'PORTAL_RETURN_ORIGINS not https',
+    env: () => ({ PORTAL_RETURN_ORIGINS: 'https://ok.example,http://app.example' }),
+    line: /^PORTAL_RETURN_ORIGINS: not an https:\/\/ origin: "http:\/\/app\.example"$/,
+  },
+  {
     what: 'SIGNING_KEYS',
     env: () => ({ SIGNING_KEYS: 'junk' }),
     line: /^SIGNING_KEYS must be a comma-separated list of id:base64secret$/,

@@ -25,6 +25,8 @@ export function signInPages(app: FastifyInstance, { ctx, throttle, sso }: Dashbo
 
   app.get('/sign-in', signedOut, async (request, reply) => {
     const next = safeNext((request.query as { next?: string }).next)
+    // Discovery under way (the first moments after start): wait for it a little.
+    await sso.ready()
     return sendPage(reply, signInView({ next, signUp, sso: sso.button() }))
   })
 
