@@ -31,7 +31,7 @@ export function membersView(v: {
   // A name comes with portal links and single sign-on: the column only when someone has one.
   const names = v.members.some((m) => m.name !== undefined)
   const row = (m: Member) => html`<tr>
-  <th scope="row">${m.login}${m.login === v.signedIn.login ? html` <span class="tag">you</span>` : ''}</th>
+  <th scope="row">${m.login}${m.login === v.signedIn.login ? html` <span class="badge">you</span>` : ''}</th>
   ${names ? html`<td data-label="Name">${m.name ?? ''}</td>` : ''}
   <td data-label="Email">${m.email ?? html`<span class="none">none</span>`}</td>
   <td data-label="Role">${
