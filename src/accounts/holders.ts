@@ -7,7 +7,6 @@ import type { AccountRecord } from '../db/repositories.js'
 import { isoTime } from '../tokens/rules.js'
 import { usernamePattern } from './directory.js'
 import { decoyHash, hashPassword, passwordProblem, verifyPassword } from './passwords.js'
-import { ensureHolder } from './people.js'
 import { digest, secret } from './secrets.js'
 import type { AccountService } from './service.js'
 
@@ -113,7 +112,7 @@ export class HolderService {
         throw new HolderError('linkGone', 'This link has been used or has expired.')
       }
       // The link is the operator's word: the holder (login = username) is an owner again.
-      await ensureHolder(trx, row.username, at)
+      await peopleRepo.ensureHolder(trx, row.username, at)
       await holdersRepo.setPassword(trx, row.username, hash, at)
       await holdersRepo.endPersonSessions(trx, row.username)
       const who = { ...actor, login: row.username }

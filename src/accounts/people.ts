@@ -1,7 +1,7 @@
 import { type Actor, type AuditEvent, auditEvent } from '../audit/events.js'
 import { auditRepo } from '../db/audit.js'
 import type { Db } from '../db/database.js'
-import { type PersonRow, peopleRepo } from '../db/people.js'
+import { newPerson, type PersonRow, peopleRepo } from '../db/people.js'
 import { accountsRepo } from '../db/repositories.js'
 import { isoTime } from '../tokens/rules.js'
 import { usernamePattern } from './directory.js'
@@ -79,38 +79,6 @@ export function normalEmail(value: unknown): string | undefined {
   const email = value.trim().toLowerCase()
   return email.length <= 254 && emailPattern.test(email) ? email : undefined
 }
-
-/**
- * The holder of an account (login = its username) exists and is an owner of it: at account
- * creation, and again when an operator's setup link is used.
- */
-export async function ensureHolder(trx: Db, username: string, at: string): Promise<void> {
-  if ((await peopleRepo.person(trx, username)) === undefined) {
-    await peopleRepo.insertPerson(trx, newPerson(username, at))
-  }
-  if ((await peopleRepo.membership(trx, username, username)) === undefined) {
-    await peopleRepo.addMembership(trx, { username, login: username, role: 'owner', created: at })
-  }
-}
-
-/** At account creation: its holder, a new person of the same name. */
-export async function claimHolder(trx: Db, username: string, at: string): Promise<boolean> {
-  if ((await peopleRepo.person(trx, username)) !== undefined) return false
-  await ensureHolder(trx, username, at)
-  return true
-}
-
-const newPerson = (login: string, at: string, more: Partial<PersonRow> = {}): PersonRow => ({
-  login,
-  email: null,
-  name: null,
-  password: null,
-  password_changed: null,
-  oidc_issuer: null,
-  oidc_subject: null,
-  created: at,
-  ...more,
-})
 
 /**
  * The people of accounts: members and roles, invitations, portal links and single sign-on

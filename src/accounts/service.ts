@@ -16,8 +16,6 @@ import { isoTime } from '../tokens/rules.js'
 import type { TokenService } from '../tokens/service.js'
 import { usernamePattern } from './directory.js'
 
-import { claimHolder } from './people.js'
-
 export { usernamePattern }
 
 /** A refusal with its reason; `missing` when the account does not exist. */
@@ -149,7 +147,7 @@ export class AccountService {
       await accountsRepo.insert(trx, account)
       // Its holder: a person of the same name, its first owner. Logins and usernames share a
       // namespace so that an account's holder signs in with the account's name.
-      if (!(await claimHolder(trx, username, account.created))) {
+      if (!(await peopleRepo.claimHolder(trx, username, account.created))) {
         throw new AccountError(
           `account ${username} already exists (a person has that name)`,
           'exists',

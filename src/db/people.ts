@@ -16,6 +16,19 @@ export type InvitationRow = InvitationsTable
 export type PortalLinkRow = PortalLinksTable
 export type FlowRow = SignInFlowsTable
 
+/** A person as first stored: no email, name, password or identity unless given. */
+export const newPerson = (login: string, at: string, more: Partial<PersonRow> = {}): PersonRow => ({
+  login,
+  email: null,
+  name: null,
+  password: null,
+  password_changed: null,
+  oidc_issuer: null,
+  oidc_subject: null,
+  created: at,
+  ...more,
+})
+
 /** People, their memberships, invitations, portal links and sign-in flows (migration 0006). */
 export const peopleRepo = {
   async person(db: Executor, login: string): Promise<PersonRow | undefined> {
@@ -256,5 +269,25 @@ export const peopleRepo = {
     await db.deleteFrom('portal_links').where('expires', '<', before).execute()
     await db.deleteFrom('invitations').where('expires', '<', before).execute()
     await db.deleteFrom('sign_in_flows').where('expires', '<', before).execute()
+  },
+
+  /**
+   * The holder of an account (login = its username) exists and is an owner of it: at account
+   * creation, and again when an operator's setup link is used.
+   */
+  async ensureHolder(db: Executor, username: string, at: string): Promise<void> {
+    if ((await peopleRepo.person(db, username)) === undefined) {
+      await peopleRepo.insertPerson(db, newPerson(username, at))
+    }
+    if ((await peopleRepo.membership(db, username, username)) === undefined) {
+      await peopleRepo.addMembership(db, { username, login: username, role: 'owner', created: at })
+    }
+  },
+
+  /** At account creation: its holder, a new person of the same name; false if taken. */
+  async claimHolder(db: Executor, username: string, at: string): Promise<boolean> {
+    if ((await peopleRepo.person(db, username)) !== undefined) return false
+    await peopleRepo.ensureHolder(db, username, at)
+    return true
   },
 }
