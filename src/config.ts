@@ -22,6 +22,7 @@ export interface Env {
   RATE_LIMIT_PER_MINUTE?: string
   LOG_LEVEL?: string
   DASHBOARD_SIGNUP?: string
+  DASHBOARD_REQUIRE_2FA?: string
   PORTAL_RETURN_ORIGINS?: string
   OIDC_ISSUER?: string
   OIDC_CLIENT_ID?: string
@@ -57,6 +58,7 @@ const names: (keyof Env)[] = [
   'RATE_LIMIT_PER_MINUTE',
   'LOG_LEVEL',
   'DASHBOARD_SIGNUP',
+  'DASHBOARD_REQUIRE_2FA',
   'PORTAL_RETURN_ORIGINS',
   'OIDC_ISSUER',
   'OIDC_CLIENT_ID',
@@ -108,6 +110,8 @@ export interface Config {
   dashboard: {
     /** Anyone may create an account at /account/sign-up; otherwise accounts come by invite. */
     signup: boolean
+    /** Every member of every account signs in with a second factor (or SSO, a portal link). */
+    require2fa: boolean
     /** Origins a portal link's `returnUrl` may lead to (https only). */
     portalReturnOrigins: string[]
     /** Single sign-on through an OpenID Connect provider. */
@@ -300,7 +304,12 @@ export function toConfig(env: Env): Config {
     rateLimitPerMinute: integer('RATE_LIMIT_PER_MINUTE', env.RATE_LIMIT_PER_MINUTE, 100, 1, 1e9),
     logLevel,
     shedDelayMs: integer('SHED_DELAY_MS', env.SHED_DELAY_MS, 200, 0, 60_000),
-    dashboard: { signup: signup === 'open', portalReturnOrigins, oidc: oidcConfig(env) },
+    dashboard: {
+      signup: signup === 'open',
+      require2fa: flag('DASHBOARD_REQUIRE_2FA', env.DASHBOARD_REQUIRE_2FA),
+      portalReturnOrigins,
+      oidc: oidcConfig(env),
+    },
     adminKeys: env.ADMIN_KEYS,
     auditRetentionDays: integer('AUDIT_RETENTION_DAYS', env.AUDIT_RETENTION_DAYS, 365, 1, 36_500),
     // Webhooks are retried for 24 hours: their events must outlive that.

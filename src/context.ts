@@ -1,6 +1,7 @@
 import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs'
 import { type Logger, pino } from 'pino'
 import { AccountDirectory } from './accounts/directory.js'
+import { FactorService } from './accounts/factors.js'
 import { HolderService } from './accounts/holders.js'
 import { MemberService } from './accounts/people.js'
 import { AccountService } from './accounts/service.js'
@@ -45,6 +46,8 @@ export interface AppContext {
   holders: HolderService
   /** The people of accounts: members, roles, invitations, portal links, single sign-on. */
   members: MemberService
+  /** Second factors (authenticator apps, passkeys), recovery codes, the 2FA policy. */
+  factors: FactorService
   rateLimiter: RateLimiter
   /** Operator keys of the admin API: ADMIN_KEYS, or the hashed key file in DATA_DIR. */
   adminKeys: AdminKeys
@@ -190,6 +193,7 @@ export async function createContext(
   const accounts = new AccountService(db, catalog, tokens)
   const holders = new HolderService(db, accounts, tokens.now)
   const members = new MemberService(db, accounts, tokens.now, config.dashboard.portalReturnOrigins)
+  const factors = new FactorService(db, keyring, tokens.now, config.dashboard.require2fa)
   const rateLimiter = config.redis
     ? new RedisRateLimiter(config.redis.url, config.redis.keyPrefix, config.rateLimitPerMinute, log)
     : new MemoryRateLimiter(config.rateLimitPerMinute)
@@ -207,6 +211,7 @@ export async function createContext(
     await outboxRepo.prune(db, eventCutoff, await webhookRepo.lowestCursor(db))
     await usage.prune()
     await members.prune()
+    await factors.prune()
     return removed
   }
   let pruneTimer: NodeJS.Timeout | undefined
@@ -230,6 +235,7 @@ export async function createContext(
     accounts,
     holders,
     members,
+    factors,
     rateLimiter,
     adminKeys,
     audit: new AuditLog(db),

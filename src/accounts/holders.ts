@@ -151,19 +151,41 @@ export class HolderService {
     login: string,
     password: string,
     actor: Actor,
-    ssoOnly = false,
-  ): Promise<SignedInPerson | undefined> {
+    options: { ssoOnly?: boolean; secondFactor?: (login: string) => Promise<boolean> } = {},
+  ): Promise<(SignedInPerson & { secondFactor: boolean }) | undefined> {
     const person = await this.checkPassword(login, password)
-    const refused = person === undefined || (ssoOnly && person.oidc_issuer !== null)
+    const refused =
+      person === undefined || (options.ssoOnly === true && person.oidc_issuer !== null)
     const accounts = refused ? [] : await this.accountsOf(person.login)
     const home = accounts.includes(login) ? login : accounts[0]
     if (home === undefined || person === undefined) {
       await auditRepo.insert(this.db, this.event('signin.failed', actor, login.slice(0, 64)))
       return undefined
     }
+    const ordered = [home, ...accounts.filter((a) => a !== home)]
+    // With a second factor, the sign-in has succeeded only once that is given too.
+    if (await options.secondFactor?.(person.login)) {
+      return { login: person.login, accounts: ordered, secondFactor: true }
+    }
     const who = { ...actor, login: person.login, method: 'password' as const }
     await auditRepo.insert(this.db, this.event('signin.succeeded', who, home))
-    return { login: person.login, accounts: [home, ...accounts.filter((a) => a !== home)] }
+    return { login: person.login, accounts: ordered, secondFactor: false }
+  }
+
+  /** The second step of a sign-in, recorded: passed (`how`) or failed. */
+  async recordSecondStep(
+    login: string,
+    actor: Actor,
+    how: 'totp' | 'recovery' | 'passkey' | undefined,
+  ): Promise<void> {
+    const accounts = await this.accountsOf(login)
+    const home = accounts.includes(login) ? login : (accounts[0] ?? login)
+    const who = { ...actor, login, method: 'password' as const }
+    const event =
+      how === undefined
+        ? this.event('signin.failed', who, home, undefined, { secondFactor: true })
+        : this.event('signin.succeeded', who, home, undefined, { secondFactor: how })
+    await auditRepo.insert(this.db, event)
   }
 
   /**

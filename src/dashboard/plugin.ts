@@ -6,6 +6,7 @@ import { ApiError } from '../errors.js'
 import { assets } from './assets.js'
 import { accountPages } from './pages/account.js'
 import { activityPages } from './pages/activity.js'
+import { factorPages } from './pages/factors.js'
 import { memberPages } from './pages/members.js'
 import { portalPages } from './pages/portal.js'
 import { signInPages } from './pages/sign-in.js'
@@ -80,6 +81,19 @@ export async function dashboard(app: FastifyInstance, { ctx }: { ctx: AppContext
         `Your role in ${account.username} is ${role}: this needs ${needed === 'owner' ? 'an owner' : 'a developer or an owner'}.`,
       )
     }
+    // A policy requires a second factor and this password sign-in has none: only enrolment.
+    if (
+      session.method === 'password' &&
+      request.routeOptions.config.enrolment !== true &&
+      request.routeOptions.url !== '/account/sign-out' &&
+      (await ctx.factors.required(account.username)) &&
+      !(await ctx.factors.has(session.login))
+    ) {
+      if (request.method === 'GET') return reply.code(303).redirect('/account/settings/totp', 303)
+      throw new Forbidden(
+        `${account.username} requires a second factor at sign-in: set one up first.`,
+      )
+    }
     const switchable = (memberships?.length ?? 0) > 1
     request.holder = { session, account, role, switchable }
   })
@@ -146,6 +160,7 @@ export async function dashboard(app: FastifyInstance, { ctx }: { ctx: AppContext
   memberPages(app, deps)
   portalPages(app, deps)
   ssoPages(app, deps)
+  factorPages(app, deps)
 }
 
 const back = { href: '/account', text: 'Back to your tokens' }

@@ -17,6 +17,8 @@ declare module 'fastify' {
     signedOut?: boolean
     /** The least role in the account the page needs; any member when absent. */
     role?: Role
+    /** Open to a person a 2FA policy holds until they have enrolled a second factor. */
+    enrolment?: boolean
   }
 }
 

@@ -6,17 +6,23 @@ import { sessionLifetimeMs } from '../accounts/holders.js'
 /** The dashboard's security rules (DASHBOARD.md section 5): cookie, origin, CSRF, redirects. */
 
 export const cookieName = '__Host-tessera_session'
+/** A sign-in whose password was right, waiting for its second factor. */
+export const pendingCookieName = '__Host-tessera_pending'
 export const csrfField = '_csrf'
 
 /** Why a request was refused with 403; the page says it. */
 export class Forbidden extends Error {}
 
-export function sessionId(request: FastifyRequest): string | undefined {
+export const sessionId = (request: FastifyRequest) => cookieOf(request, cookieName)
+export const pendingId = (request: FastifyRequest) => cookieOf(request, pendingCookieName)
+
+/** A cookie holding one of our 256-bit secrets (base64url), or undefined. */
+export function cookieOf(request: FastifyRequest, name: string): string | undefined {
   const header = request.headers.cookie
   if (header === undefined) return undefined
   for (const pair of header.split(';')) {
     const eq = pair.indexOf('=')
-    if (eq !== -1 && pair.slice(0, eq).trim() === cookieName) {
+    if (eq !== -1 && pair.slice(0, eq).trim() === name) {
       const value = pair.slice(eq + 1).trim()
       return /^[A-Za-z0-9_-]{43}$/.test(value) ? value : undefined
     }
@@ -28,6 +34,20 @@ export function setSessionCookie(reply: FastifyReply, id: string) {
   reply.header(
     'set-cookie',
     `${cookieName}=${id}; Path=/; Max-Age=${sessionLifetimeMs / 1000}; Secure; HttpOnly; SameSite=Lax`,
+  )
+}
+
+export function setPendingCookie(reply: FastifyReply, id: string) {
+  return reply.header(
+    'set-cookie',
+    `${pendingCookieName}=${id}; Path=/; Max-Age=300; Secure; HttpOnly; SameSite=Lax`,
+  )
+}
+
+export function clearPendingCookie(reply: FastifyReply) {
+  return reply.header(
+    'set-cookie',
+    `${pendingCookieName}=; Path=/; Max-Age=0; Secure; HttpOnly; SameSite=Lax`,
   )
 }
 

@@ -189,6 +189,50 @@ export interface WebhookAttemptsTable {
   duration_ms: number
 }
 
+export interface FactorsTable {
+  id: string
+  login: string
+  /** `totp` or `passkey`. */
+  kind: string
+  name: string
+  /** TOTP: the secret, encrypted under the factors key. */
+  secret: string | null
+  last_step: number | string
+  credential_id: string | null
+  public_key: string | null
+  counter: number | string
+  transports: string | null
+  confirmed: number
+  created: string
+  last_used: string | null
+}
+
+export interface RecoveryCodesTable {
+  login: string
+  code_hash: string
+  used: string | null
+}
+
+export interface PendingSigninsTable {
+  id_hash: string
+  login: string
+  next: string
+  expires: string
+}
+
+export interface WebauthnChallengesTable {
+  challenge: string
+  purpose: string
+  login: string | null
+  expires: string
+}
+
+export interface AccountPoliciesTable {
+  username: string
+  require_2fa: number
+  changed: string
+}
+
 export interface Database {
   accounts: AccountsTable
   tokens: TokensTable
@@ -197,6 +241,11 @@ export interface Database {
   invitations: InvitationsTable
   portal_links: PortalLinksTable
   sign_in_flows: SignInFlowsTable
+  factors: FactorsTable
+  recovery_codes: RecoveryCodesTable
+  pending_signins: PendingSigninsTable
+  webauthn_challenges: WebauthnChallengesTable
+  account_policies: AccountPoliciesTable
   setup_links: SetupLinksTable
   sessions: SessionsTable
   audit_events: AuditEventsTable

@@ -12,6 +12,8 @@ export interface Page {
 /** A browser's part in a dashboard session through `inject`: a cookie jar of one, same origin. */
 export class DashboardClient {
   cookie?: string
+  /** Cookies besides the session's: a pending two-step sign-in, a single sign-on flow. */
+  readonly others = new Map<string, string>()
   csrf = ''
 
   constructor(
@@ -41,6 +43,12 @@ export class DashboardClient {
     return this.post('/account/sign-in', { username, password, next: '/account' })
   }
 
+  private cookieHeader(): string {
+    const all = [...this.others].map(([name, value]) => `${name}=${value}`)
+    if (this.cookie !== undefined) all.unshift(this.cookie)
+    return all.join('; ')
+  }
+
   private async send(method: 'GET' | 'POST', url: string, payload?: string, headers = {}) {
     const res = await this.app.inject({
       method,
@@ -50,15 +58,19 @@ export class DashboardClient {
       headers: Object.fromEntries(
         Object.entries({
           host: 'tessera.test',
-          ...(this.cookie ? { cookie: this.cookie } : {}),
+          ...(this.cookieHeader() ? { cookie: this.cookieHeader() } : {}),
           ...headers,
         }).filter(([, value]) => value !== undefined),
       ) as Record<string, string>,
     })
-    const set = [res.headers['set-cookie'] ?? []].flat()[0]
-    if (set !== undefined) {
-      const value = /^__Host-tessera_session=([^;]*)/.exec(set)?.[1]
-      this.cookie = value ? `__Host-tessera_session=${value}` : undefined
+    for (const set of [res.headers['set-cookie'] ?? []].flat()) {
+      const [pair = ''] = set.split(';')
+      const eq = pair.indexOf('=')
+      const [name, value] = [pair.slice(0, eq), pair.slice(eq + 1)]
+      if (name === '__Host-tessera_session') {
+        this.cookie = value ? `__Host-tessera_session=${value}` : undefined
+      } else if (value === '') this.others.delete(name)
+      else this.others.set(name, value)
     }
     const csrf = /name="_csrf" value="([^"]+)"/.exec(res.body)?.[1]
     if (csrf !== undefined) this.csrf = csrf

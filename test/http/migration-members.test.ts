@@ -55,6 +55,7 @@ it('makes each holder of a database before members its account first owner: pass
     expect(await ctx.holders.signIn('old', 'an old password of the holder', anonymous)).toEqual({
       login: 'old',
       accounts: ['old'],
+      secondFactor: false,
     })
     expect(await ctx.holders.signIn('old', 'not the password', anonymous)).toBeUndefined()
     const tables = await ctx.db.introspection.getTables()

@@ -4,6 +4,16 @@ import type { DashboardDeps } from '../deps.js'
 import { form, holderOf, redirect, sendPage } from '../reply.js'
 import { scopesView, settingsView } from '../views/account.js'
 
+const notices: Record<string, string> = {
+  password: 'Password changed',
+  totp: 'Authenticator app turned on',
+  'factor-removed': 'Removed',
+}
+const refusals: Record<string, string> = {
+  last: 'Your account requires a second factor: add another before you remove this one.',
+  missing: 'There is no such sign-in method.',
+}
+
 /** The scopes page and settings (plan, features, password). */
 export function accountPages(app: FastifyInstance, { ctx }: DashboardDeps) {
   const scopesOf = (a: { plan: string; features: string[] }) =>
@@ -20,13 +30,29 @@ export function accountPages(app: FastifyInstance, { ctx }: DashboardDeps) {
     return row?.email == null ? person : { ...person, email: row.email }
   }
 
+  const factorsOf = async (session: Session, username: string, error?: { message: string }) => {
+    const [factors, codesLeft, required] = await Promise.all([
+      ctx.factors.list(session.login),
+      ctx.factors.recoveryCodesLeft(session.login),
+      ctx.factors.required(username),
+    ])
+    return { factors, codesLeft, required, ...(error === undefined ? {} : { error }) }
+  }
+
   app.get('/settings', async (request, reply) => {
     const { account, signedIn, session } = holderOf(request)
-    const notice =
-      (request.query as { done?: string }).done === 'password' ? 'Password changed' : undefined
+    const q = request.query as { done?: string; refused?: string }
+    const notice = notices[q.done ?? '']
+    const refusal = refusals[q.refused ?? '']
     const scopeCount = scopesOf(account).length
     const person = await personOf(session)
-    return sendPage(reply, settingsView({ signedIn, account, scopeCount, person, notice }))
+    const factors = await factorsOf(
+      session,
+      account.username,
+      refusal === undefined ? undefined : { message: refusal },
+    )
+    const view = settingsView({ signedIn, account, scopeCount, person, factors, notice })
+    return sendPage(reply, view)
   })
 
   app.post('/settings/password', async (request, reply) => {
@@ -41,7 +67,9 @@ export function accountPages(app: FastifyInstance, { ctx }: DashboardDeps) {
       const scopeCount = scopesOf(account).length
       const error = { message: err.message }
       const person = await personOf(session)
-      return sendPage(reply, settingsView({ signedIn, account, scopeCount, person, error }), 422)
+      const factors = await factorsOf(session, account.username)
+      const view = settingsView({ signedIn, account, scopeCount, person, factors, error })
+      return sendPage(reply, view, 422)
     }
   })
 }

@@ -19,18 +19,26 @@ export function memberPages(app: FastifyInstance, { ctx }: DashboardDeps) {
 
   const page = async (
     request: FastifyRequest,
-    more: Omit<Parameters<typeof membersView>[0], 'signedIn' | 'members' | 'invitations'> = {},
+    more: Omit<
+      Parameters<typeof membersView>[0],
+      'signedIn' | 'members' | 'invitations' | 'policy'
+    > = {},
   ) => {
     const { account, signedIn, role } = holderOf(request)
     const list = await members.list(account.username)
     const invitations = role === 'owner' ? await members.invitations(account.username) : []
-    return membersView({ signedIn, members: list, invitations, ...more })
+    const policy = {
+      required: await ctx.factors.accountRequires(account.username),
+      byOperator: ctx.factors.requiredByOperator,
+    }
+    return membersView({ signedIn, members: list, invitations, policy, ...more })
   }
 
   const notices: Record<string, string> = {
     role: 'Role changed. Their sessions in this account have ended.',
     removed: 'Member removed. Their sessions in this account have ended.',
     revoked: 'Invitation revoked.',
+    policy: 'Sign-in policy saved.',
   }
 
   app.get('/members', async (request, reply) => {

@@ -4,7 +4,7 @@ import { AccountError } from '../../accounts/service.js'
 import { actorOf } from '../../http/actor.js'
 import type { DashboardDeps } from '../deps.js'
 import { form, holderOf, redirect, sendPage } from '../reply.js'
-import { clearSessionCookie, safeNext } from '../session.js'
+import { clearSessionCookie, safeNext, setPendingCookie } from '../session.js'
 import type { ThrottleKey } from '../throttle.js'
 import { messageView, setupView, signInView, signUpView } from '../views/auth.js'
 import { beginSession } from './begin.js'
@@ -55,11 +55,19 @@ export function signInPages(app: FastifyInstance, { ctx, throttle, sso }: Dashbo
     }
     const anonymous = actorOf(request, { type: 'anonymous' })
     const password = f.get('password') ?? ''
-    const person = await holders.signIn(username, password, anonymous, sso.only)
+    const person = await holders.signIn(username, password, anonymous, {
+      ssoOnly: sso.only,
+      secondFactor: (login) => ctx.factors.has(login),
+    })
     if (person === undefined) {
       await throttle.fail(keys)
       const error = { message: 'Wrong username or password' }
       return sendPage(reply, signInView({ username, next, error, signUp, sso: sso.button() }), 401)
+    }
+    if (person.secondFactor) {
+      // The password was right: the second step, on a page of its own (5 minutes).
+      setPendingCookie(reply, await ctx.factors.beginPending(person.login, next))
+      return redirect(reply, '/account/sign-in/verify')
     }
     await throttle.clear({ kind: 'user', value: person.login })
     return begin(request, reply, person, next)

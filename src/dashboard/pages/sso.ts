@@ -5,7 +5,7 @@ import { actorOf } from '../../http/actor.js'
 import { isoTime } from '../../tokens/rules.js'
 import type { DashboardDeps } from '../deps.js'
 import { sendPage } from '../reply.js'
-import { safeNext } from '../session.js'
+import { cookieOf, safeNext } from '../session.js'
 import { SsoRefused } from '../sso.js'
 import { messageView } from '../views/auth.js'
 import { beginSession } from './begin.js'
@@ -15,16 +15,7 @@ const signedOut = { config: { signedOut: true } }
 const flowCookie = '__Host-tessera_sso'
 const flowLifetimeMs = 10 * 60_000
 
-const flowId = (request: FastifyRequest) => {
-  for (const pair of (request.headers.cookie ?? '').split(';')) {
-    const eq = pair.indexOf('=')
-    if (eq !== -1 && pair.slice(0, eq).trim() === flowCookie) {
-      const value = pair.slice(eq + 1).trim()
-      return /^[A-Za-z0-9_-]{43}$/.test(value) ? value : undefined
-    }
-  }
-  return undefined
-}
+const flowId = (request: FastifyRequest) => cookieOf(request, flowCookie)
 
 const setFlowCookie = (reply: FastifyReply, value: string, maxAge: number) =>
   reply.header(

@@ -1,6 +1,7 @@
 import type { SignInMethod } from '../../audit/events.js'
 import type { AccountRecord } from '../../db/repositories.js'
 import type { Scope } from '../../scopes/catalog.js'
+import { factorsSection } from './factors.js'
 import { alert, csrf, type FormError, notice, time } from './forms.js'
 import { html } from './html.js'
 import { type Frame, layout } from './layout.js'
@@ -49,6 +50,7 @@ export function settingsView(v: {
   scopeCount: number
   /** The person signed in: whether they have a password here, and how they signed in. */
   person: { hasPassword: boolean; method: SignInMethod; email?: string }
+  factors: Omit<Parameters<typeof factorsSection>[0], 'signedIn'>
   error?: FormError
   notice?: string
 }) {
@@ -76,7 +78,8 @@ export function settingsView(v: {
     <dt>Signed in with</dt><dd>${methodText[v.person.method]}</dd>
   </dl>
 </section>
-${v.person.hasPassword ? passwordSection(v) : ''}<section aria-labelledby="sessions-heading" class="card">
+${v.person.hasPassword ? passwordSection(v) : ''}
+${factorsSection({ signedIn: v.signedIn, ...v.factors })}<section aria-labelledby="sessions-heading" class="card">
   <h2 id="sessions-heading">Sessions</h2>
   <p>Signed in on a computer you no longer use? End every session of yours, this one included, in every account.</p>
   <form method="post" action="/account/sign-out-everywhere" novalidate>

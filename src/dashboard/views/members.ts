@@ -21,6 +21,8 @@ export function membersView(v: {
   signedIn: SignedIn
   members: Member[]
   invitations: Invitation[]
+  /** Whether the account (or the operator, for every account) requires a second factor. */
+  policy: { required: boolean; byOperator: boolean }
   /** A new invitation's link, shown once to the owner who made it. */
   created?: { url: string; email: string; role: Role }
   values?: { email: string; role: Role }
@@ -94,6 +96,22 @@ function ownerSections(v: Parameters<typeof membersView>[0]) {
   </ul>
 </section>`
   }
+<section aria-labelledby="policy-heading" class="card">
+  <h2 id="policy-heading">Sign-in policy</h2>
+  ${
+    v.policy.byOperator
+      ? html`<p>Your operator requires a second factor of every member of every account.</p>`
+      : html`<form method="post" action="/account/members/policy" novalidate>
+    ${csrf(v.signedIn.csrf)}
+    <div class="check">
+      <input type="checkbox" id="require2fa" name="require2fa"${when(v.policy.required, 'checked')} aria-describedby="require2fa-about">
+      <label for="require2fa">Require two-step sign-in</label>
+      <span class="about" id="require2fa-about">Members who sign in with a password must also give a code from an authenticator app; those without one are led to set it up and can do nothing else until they have. Single sign-on and portal links count as your platform's own check.</span>
+    </div>
+    <button type="submit" class="secondary">Save policy</button>
+  </form>`
+  }
+</section>
 <section aria-labelledby="invite-heading" class="card">
   <h2 id="invite-heading">Invite a member</h2>
   ${alert(v.error)}

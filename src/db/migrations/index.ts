@@ -5,6 +5,7 @@ import * as operations from './0003-operations.js'
 import * as eventOutbox from './0004-event-outbox.js'
 import * as webhooks from './0005-webhooks.js'
 import * as members from './0006-members.js'
+import * as factors from './0007-factors.js'
 
 /** Registered explicitly (no globbing) so that they survive bundling. Append only. */
 const migrations: Record<string, Migration> = {
@@ -14,6 +15,7 @@ const migrations: Record<string, Migration> = {
   '0004-event-outbox': eventOutbox,
   '0005-webhooks': webhooks,
   '0006-members': members,
+  '0007-factors': factors,
 }
 
 export const migrationProvider: MigrationProvider = {
