@@ -3,6 +3,7 @@ import { type Logger, pino } from 'pino'
 import { AccountDirectory } from './accounts/directory.js'
 import { FactorService } from './accounts/factors.js'
 import { HolderService } from './accounts/holders.js'
+import { PasskeyService } from './accounts/passkeys.js'
 import { MemberService } from './accounts/people.js'
 import { AccountService } from './accounts/service.js'
 import { AdminKeys } from './admin/keys.js'
@@ -48,6 +49,8 @@ export interface AppContext {
   members: MemberService
   /** Second factors (authenticator apps, passkeys), recovery codes, the 2FA policy. */
   factors: FactorService
+  /** Passkeys (WebAuthn): registration and sign-in ceremonies. */
+  passkeys: PasskeyService
   rateLimiter: RateLimiter
   /** Operator keys of the admin API: ADMIN_KEYS, or the hashed key file in DATA_DIR. */
   adminKeys: AdminKeys
@@ -236,6 +239,7 @@ export async function createContext(
     holders,
     members,
     factors,
+    passkeys: new PasskeyService(db, tokens.now),
     rateLimiter,
     adminKeys,
     audit: new AuditLog(db),

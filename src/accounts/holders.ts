@@ -172,6 +172,21 @@ export class HolderService {
     return { login: person.login, accounts: ordered, secondFactor: false }
   }
 
+  /** A sign-in with a passkey alone. */
+  async recordPasskeySignIn(login: string, username: string, actor: Actor): Promise<void> {
+    const who = { ...actor, login, method: 'passkey' as const }
+    await auditRepo.insert(this.db, this.event('signin.succeeded', who, username))
+  }
+
+  /** A passkey that proved nobody (unknown, removed, or a bad answer): no account to name. */
+  async recordPasskeyFailure(actor: Actor): Promise<void> {
+    const target = { type: 'session' as const }
+    const event = auditEvent(this.now(), 'signin.failed', actor, target, undefined, {
+      method: 'passkey',
+    })
+    await auditRepo.insert(this.db, event)
+  }
+
   /** The second step of a sign-in, recorded: passed (`how`) or failed. */
   async recordSecondStep(
     login: string,

@@ -23,8 +23,11 @@ export interface Actor {
   requestId?: string
 }
 
-/** `password`: username and password; `link`: a portal link; `sso`: single sign-on. */
-export type SignInMethod = 'password' | 'link' | 'sso'
+/**
+ * `password`: username and password (with a second factor when the person has one);
+ * `passkey`: a passkey alone; `link`: a portal link; `sso`: single sign-on.
+ */
+export type SignInMethod = 'password' | 'passkey' | 'link' | 'sso'
 
 export const cliActor: Actor = { type: 'cli' }
 

@@ -8,6 +8,7 @@ import { accountPages } from './pages/account.js'
 import { activityPages } from './pages/activity.js'
 import { factorPages } from './pages/factors.js'
 import { memberPages } from './pages/members.js'
+import { passkeyPages } from './pages/passkeys.js'
 import { portalPages } from './pages/portal.js'
 import { signInPages } from './pages/sign-in.js'
 import { ssoPages } from './pages/sso.js'
@@ -161,6 +162,7 @@ export async function dashboard(app: FastifyInstance, { ctx }: { ctx: AppContext
   portalPages(app, deps)
   ssoPages(app, deps)
   factorPages(app, deps)
+  passkeyPages(app, deps)
 }
 
 const back = { href: '/account', text: 'Back to your tokens' }

@@ -7,11 +7,13 @@ import { scopesView, settingsView } from '../views/account.js'
 const notices: Record<string, string> = {
   password: 'Password changed',
   totp: 'Authenticator app turned on',
+  passkey: 'Passkey added',
   'factor-removed': 'Removed',
 }
 const refusals: Record<string, string> = {
   last: 'Your account requires a second factor: add another before you remove this one.',
   missing: 'There is no such sign-in method.',
+  passkey: 'The passkey was not added: the browser’s answer did not check out. Try again.',
 }
 
 /** The scopes page and settings (plan, features, password). */

@@ -8,6 +8,7 @@ import type { ThrottleKey } from '../throttle.js'
 import { messageView } from '../views/auth.js'
 import { recoveryCodesView, totpView, verifyView } from '../views/factors.js'
 import { beginSession } from './begin.js'
+import { relyingParty } from './passkeys.js'
 
 const signedOut = { config: { signedOut: true } }
 /** Pages a person held by a 2FA policy may still use: enrolment, and signing out. */
@@ -19,7 +20,10 @@ const owners = { config: { role: 'owner' as const } }
  * recovery codes, removing a factor, and an account's policy.
  */
 export function factorPages(app: FastifyInstance, { ctx, throttle }: DashboardDeps) {
-  const { factors, holders } = ctx
+  const { factors, holders, passkeys } = ctx
+  const rp = () => relyingParty(ctx.config.http.publicUrl ?? app.publicUrl)
+  const hasPasskey = async (login: string) =>
+    (await factors.list(login)).some((f) => f.kind === 'passkey')
 
   const expired = () =>
     messageView('Sign-in expired', ['Too much time has passed since your password.'], {
@@ -31,7 +35,7 @@ export function factorPages(app: FastifyInstance, { ctx, throttle }: DashboardDe
     const id = pendingId(request)
     const pending = id === undefined ? undefined : await factors.pending(id)
     if (pending === undefined) return sendPage(clearPendingCookie(reply), expired(), 410)
-    return sendPage(reply, verifyView({}))
+    return sendPage(reply, verifyView({ passkeys: await hasPasskey(pending.login) }))
   })
 
   app.post('/sign-in/verify', signedOut, async (request, reply) => {
@@ -59,11 +63,22 @@ export function factorPages(app: FastifyInstance, { ctx, throttle }: DashboardDe
     const accounts = await holders.accountsOf(pending.login)
     const home = accounts.includes(pending.login) ? pending.login : (accounts[0] ?? pending.login)
     const actor = { ...anonymous, login: pending.login, method: 'password' as const }
-    const how = await factors.check(pending.login, form(request).get('code') ?? '', actor, home)
+    const f = form(request)
+    const assertion = f.get('passkey')
+    const how =
+      assertion === null
+        ? await factors.check(pending.login, f.get('code') ?? '', actor, home)
+        : (await passkeys.authenticate(rp(), assertion, 'second', pending.login)) === undefined
+          ? undefined
+          : ('passkey' as const)
     await holders.recordSecondStep(pending.login, anonymous, how)
     if (how === undefined) {
       await throttle.fail(keys)
-      return sendPage(reply, verifyView({ error: { message: 'That code is not right' } }), 401)
+      const error = {
+        message: assertion === null ? 'That code is not right' : 'That passkey was not accepted',
+      }
+      const view = verifyView({ passkeys: await hasPasskey(pending.login), error })
+      return sendPage(reply, view, 401)
     }
     if (!(await factors.finishPending(id)) || accounts.length === 0) {
       return sendPage(clearPendingCookie(reply), expired(), 410)

@@ -1,6 +1,7 @@
 import type { SignInMethod } from '../../audit/events.js'
 import type { AccountRecord } from '../../db/repositories.js'
 import type { Scope } from '../../scopes/catalog.js'
+import { passkeyScripts } from './auth.js'
 import { factorsSection } from './factors.js'
 import { alert, csrf, type FormError, notice, time } from './forms.js'
 import { html } from './html.js'
@@ -25,7 +26,12 @@ ${v.scopes.map(
   )
 }
 
-const methodText = { password: 'a password', link: 'a portal link', sso: 'single sign-on' }
+const methodText = {
+  password: 'a password',
+  passkey: 'a passkey',
+  link: 'a portal link',
+  sso: 'single sign-on',
+}
 
 const passwordSection = (
   v: Parameters<typeof settingsView>[0],
@@ -56,7 +62,7 @@ export function settingsView(v: {
 }) {
   const { account } = v
   return layout(
-    { title: 'Settings', signedIn: v.signedIn, section: 'settings' },
+    { title: 'Settings', signedIn: v.signedIn, section: 'settings', scripts: passkeyScripts },
     html`${notice(v.notice)}
 <section aria-labelledby="account-heading" class="card">
   <h2 id="account-heading">Account</h2>

@@ -2,6 +2,20 @@ import { alert, type FormError } from './forms.js'
 import { html } from './html.js'
 import { layout } from './layout.js'
 
+export const passkeyScripts = ['webauthn.js', 'passkeys.js']
+
+/** A passkey button: off until the script finds WebAuthn; without scripts, a line says why. */
+export const passkeyButton = (
+  ceremony: 'signin' | 'second' | 'register',
+  text: string,
+  next?: string,
+) =>
+  html`<div class="passkey">
+  <button type="${ceremony === 'register' ? 'submit' : 'button'}" class="secondary" data-passkey="${ceremony}"${next === undefined ? '' : html` data-next="${next}"`} disabled>${text}</button>
+  <p class="hint needs-script">Passkeys need JavaScript, which is off in this browser.</p>
+  <p class="visually-hidden" id="passkey-status" role="status"></p>
+</div>`
+
 /** Sign in, set a password (setup link) and sign up: the pages before a session. */
 
 export const signInView = (v: {
@@ -13,7 +27,7 @@ export const signInView = (v: {
   sso?: string
 }) =>
   layout(
-    { title: 'Sign in' },
+    { title: 'Sign in', scripts: passkeyScripts },
     html`<div class="narrow">
 ${alert(v.error)}
 <form method="post" action="/account/sign-in" class="card" novalidate>
@@ -29,6 +43,7 @@ ${
     ? ''
     : html`<p class="sso"><a class="button secondary" href="/account/sso?next=${encodeURIComponent(v.next)}">${v.sso}</a></p>`
 }
+${passkeyButton('signin', 'Sign in with a passkey', v.next)}
 <p class="hint">Forgot your password? Ask your operator for a new setup link.</p>
 ${v.signUp ? html`<p>No account yet? <a href="/account/sign-up">Create an account</a></p>` : ''}
 </div>`,

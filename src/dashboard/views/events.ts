@@ -91,6 +91,7 @@ export function particulars(e: AuditEvent): Html | string {
 
 const methodText = {
   password: 'password',
+  passkey: 'passkey',
   link: 'portal link',
   sso: 'single sign-on',
   'setup link': 'setup link',

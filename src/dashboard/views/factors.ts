@@ -1,4 +1,5 @@
 import type { FactorView } from '../../accounts/factors.js'
+import { passkeyButton, passkeyScripts } from './auth.js'
 import { alert, csrf, type FormError, time } from './forms.js'
 import { Html, html } from './html.js'
 import { layout, type SignedIn } from './layout.js'
@@ -9,9 +10,9 @@ const codeField = (label: string) => html`<label for="code">${label}</label>
   <input id="code" name="code" autocomplete="one-time-code" autocapitalize="none" spellcheck="false" required aria-describedby="code-hint">`
 
 /** After a right password: a code from the authenticator app, or a recovery code. */
-export const verifyView = (v: { error?: FormError }) =>
+export const verifyView = (v: { passkeys: boolean; error?: FormError }) =>
   layout(
-    { title: 'Two-step sign-in' },
+    { title: 'Two-step sign-in', scripts: v.passkeys ? passkeyScripts : [] },
     html`<div class="narrow">
 <p>Enter the 6-digit code your authenticator app shows, or one of your recovery codes.</p>
 ${alert(v.error)}
@@ -20,6 +21,7 @@ ${alert(v.error)}
   <p class="hint" id="code-hint">A recovery code works once.</p>
   <button type="submit">Verify</button>
 </form>
+${v.passkeys ? passkeyButton('second', 'Use a passkey') : ''}
 <p><a href="/account/sign-in">Start again</a></p>
 </div>`,
   )
@@ -56,6 +58,13 @@ export function factorsSection(v: {
   </form>`
   }
   <p><a href="/account/settings/totp">${app === undefined ? 'Set up an authenticator app' : 'Replace the authenticator app'}</a></p>
+  <form method="post" action="/account/passkeys/register" class="passkey-form" novalidate>
+    ${csrf(v.signedIn.csrf)}
+    <label for="passkey-name">Passkey name</label>
+    <input id="passkey-name" name="name" maxlength="64" value="Passkey" aria-describedby="passkey-hint">
+    <p class="hint" id="passkey-hint">Sign in with your fingerprint, face or device PIN instead of a password and code.</p>
+    ${passkeyButton('register', 'Add a passkey')}
+  </form>
 </section>`
 }
 

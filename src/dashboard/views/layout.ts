@@ -17,6 +17,8 @@ export interface Frame {
     /** A portal link's way back to the platform. */
     returnUrl?: string
   }
+  /** Scripts of this page besides app.js, in order (passkeys). */
+  scripts?: string[]
   /** The navigation entry of this page. */
   section?: 'tokens' | 'scopes' | 'activity' | 'members' | 'settings'
 }
@@ -65,6 +67,7 @@ export const layout = (frame: Frame, content: Html) => html`<!doctype html>
 <title>${frame.title} · Tessera</title>
 <link rel="stylesheet" href="${assetUrl('app.css')}">
 <script src="${assetUrl('app.js')}" defer></script>
+${(frame.scripts ?? []).map((name) => html`<script src="${assetUrl(name)}" defer></script>\n`)}
 </head>
 <body>
 <a class="skip" href="#main">Skip to content</a>

@@ -1,0 +1,84 @@
+import type { FastifyInstance } from 'fastify'
+import type { RelyingParty } from '../../accounts/passkeys.js'
+import { actorOf } from '../../http/actor.js'
+import type { DashboardDeps } from '../deps.js'
+import { form, holderOf, redirect, sendPage } from '../reply.js'
+import { pendingId, safeNext } from '../session.js'
+import type { ThrottleKey } from '../throttle.js'
+import { messageView } from '../views/auth.js'
+import { beginSession } from './begin.js'
+
+const signedOut = { config: { signedOut: true } }
+const enrolment = { config: { enrolment: true } }
+
+/** The relying party of PUBLIC_URL: its origin, and its host name as the id. */
+export const relyingParty = (publicUrl: string): RelyingParty => {
+  const url = new URL(publicUrl)
+  return { origin: url.origin, id: url.hostname }
+}
+
+/**
+ * Passkey ceremonies: options as JSON for the page's script, then a form POST with the
+ * browser's answer. Registration needs a session (and its CSRF token); sign-in with a passkey
+ * alone comes before one, checked by origin like the sign-in form.
+ */
+export function passkeyPages(app: FastifyInstance, { ctx, throttle }: DashboardDeps) {
+  const { passkeys, holders } = ctx
+  const rp = () => relyingParty(ctx.config.http.publicUrl ?? app.publicUrl)
+
+  app.post('/passkeys/register/options', enrolment, async (request, reply) => {
+    const { session } = holderOf(request)
+    return reply.send(await passkeys.registrationOptions(rp(), session.login))
+  })
+
+  app.post('/passkeys/register', enrolment, async (request, reply) => {
+    const { session, account, actor } = holderOf(request)
+    const f = form(request)
+    const made = await passkeys.register(
+      rp(),
+      session.login,
+      f.get('name') ?? '',
+      f.get('response') ?? '',
+      actor,
+      account.username,
+    )
+    return redirect(
+      reply,
+      made ? '/account/settings?done=passkey' : '/account/settings?refused=passkey',
+    )
+  })
+
+  app.post('/passkeys/signin/options', signedOut, async (_request, reply) =>
+    reply.send(await passkeys.signInOptions(rp())),
+  )
+
+  app.post('/passkeys/second/options', signedOut, async (request, reply) => {
+    const id = pendingId(request)
+    const pending = id === undefined ? undefined : await ctx.factors.pending(id)
+    if (pending === undefined) return reply.code(410).send({ message: 'sign-in expired' })
+    return reply.send(await passkeys.secondOptions(rp(), pending.login))
+  })
+
+  app.post('/passkeys/signin', signedOut, async (request, reply) => {
+    const keys: ThrottleKey[] = [{ kind: 'ip', value: request.ip }]
+    if ((await throttle.retryAfter(keys)) > 0) {
+      const lines = ['Too many failed sign-in attempts.', 'Try again later.']
+      return sendPage(reply, messageView('Too many attempts', lines), 429)
+    }
+    const f = form(request)
+    const login = await passkeys.authenticate(rp(), f.get('response') ?? '', 'signin')
+    const anonymous = actorOf(request, { type: 'anonymous' })
+    const accounts = login === undefined ? [] : await holders.accountsOf(login)
+    if (login === undefined || accounts.length === 0) {
+      await throttle.fail(keys)
+      await holders.recordPasskeyFailure(anonymous)
+      const lines = ['That passkey was not accepted.', 'Sign in with your password, or try again.']
+      const back = { href: '/account/sign-in', text: 'Back to sign in' }
+      return sendPage(reply, messageView('Sign-in refused', lines, back), 401)
+    }
+    const home = accounts.includes(login) ? login : (accounts[0] as string)
+    const person = { login, accounts: [home, ...accounts.filter((a) => a !== home)] }
+    await holders.recordPasskeySignIn(login, home, anonymous)
+    return beginSession(ctx, request, reply, person, 'passkey', safeNext(f.get('next')))
+  })
+}
