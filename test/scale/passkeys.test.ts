@@ -77,10 +77,6 @@ it.skipIf(!available)(
     })
 
     // Registration: the challenge made by the first, the answer checked by the second.
-    let finished = ''
-    page.on('response', (r) => {
-      if (new URL(r.url()).pathname === '/account/passkeys/register') finished = r.url()
-    })
     await toSecond(page, '/account/passkeys/register')
     await visit(page, `${base}/account/settings`)
     await field(page, 'Passkey name').fill('Fleet key')
