@@ -91,6 +91,18 @@ describe.skipIf(!available)('passkeys (WebAuthn)', () => {
     await inspect(page, 'settings-passkey')
     await click(page, 'Sign out')
 
+    // With a passkey, a password sign-in asks for it as the second step.
+    await visit(page, `${base}/account/sign-in`)
+    await field(page, 'Username').fill('keys')
+    await field(page, 'Password').fill(password)
+    expect((await click(page, 'Sign in')).statuses).toEqual([303, 200])
+    expect(await heading(page)).toBe('Two-step sign-in')
+    await inspect(page, 'two-step-passkey')
+    const second = await navigation(page, () => button(page, 'Use a passkey').click())
+    expect(second.statuses).toEqual([303, 200])
+    expect(await heading(page)).toBe('Access tokens')
+    await click(page, 'Sign out')
+
     const signedIn = await signInWithPasskey(page)
     expect(signedIn.statuses).toEqual([303, 200])
     expect(await heading(page)).toBe('Access tokens')

@@ -170,6 +170,12 @@ describe('two-step sign-in: authenticator codes, recovery codes, policy', () => 
       'Your account requires a second factor: add another before you remove this one.',
     )
 
+    // Single sign-on is the platform's own assurance: not held.
+    const { id: ssoSession } = await h.ctx.holders.startSession('dana', 'alice', 'sso')
+    const viaSso = new DashboardClient(h.app)
+    viaSso.cookie = `__Host-tessera_session=${ssoSession}`
+    expect((await viaSso.get('/account/members')).status).toBe(200)
+
     // A portal link's session is the platform's own assurance: not held.
     const portal = await admin(h.app, 'POST', '/accounts/alice/portal-links', {
       email: 'pat@example.com',
