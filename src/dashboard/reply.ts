@@ -4,6 +4,7 @@ import type { Role } from '../accounts/people.js'
 import type { AccountRecord } from '../db/repositories.js'
 import { ApiError } from '../errors.js'
 import { sessionActor } from '../http/actor.js'
+import { messageView } from './views/auth.js'
 import type { FormError } from './views/forms.js'
 import type { Html } from './views/html.js'
 
@@ -49,6 +50,21 @@ export const sendPage = (reply: FastifyReply, page: Html, status = 200) =>
     .send(page.text)
 
 export const redirect = (reply: FastifyReply, to: string) => reply.code(303).redirect(to, 303)
+
+/** The sign-in throttle's answer (DASHBOARD.md section 5): 429, when to retry, the password unchecked. */
+export function tooManyAttempts(reply: FastifyReply, wait: number) {
+  const minutes = Math.ceil(wait / 60)
+  reply.header('retry-after', String(wait))
+  const lines = [
+    'Too many failed sign-in attempts.',
+    `Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
+  ]
+  const view = messageView('Too many attempts', lines, {
+    href: '/account/sign-in',
+    text: 'Sign in',
+  })
+  return sendPage(reply, view, 429)
+}
 
 /** A rule of the contract broken by what was typed: shown next to the form (422). */
 export function formError(err: unknown): FormError & { status: number } {

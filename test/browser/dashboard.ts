@@ -330,3 +330,23 @@ export async function inspect(page: Page, name: string) {
   await screenshot(page, name)
   await expectAccessible(page, name)
 }
+
+/**
+ * A virtual authenticator in the page's browser (the DevTools Protocol's WebAuthn domain):
+ * CTAP2, internal transport, resident keys, user verification, presence given at once.
+ */
+export async function virtualAuthenticator(page: Page) {
+  const cdp = await page.context().newCDPSession(page)
+  await cdp.send('WebAuthn.enable')
+  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: {
+      protocol: 'ctap2',
+      transport: 'internal',
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  })
+  return { cdp, authenticatorId }
+}

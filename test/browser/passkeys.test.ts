@@ -15,6 +15,7 @@ import {
   navigation,
   newContext,
   sessionCookieOf,
+  virtualAuthenticator,
   visit,
 } from './dashboard.js'
 
@@ -44,21 +45,7 @@ describe.skipIf(!available)('passkeys (WebAuthn)', () => {
     await server?.stop()
   })
 
-  const authenticator = async (page: Page) => {
-    const cdp = await page.context().newCDPSession(page)
-    await cdp.send('WebAuthn.enable')
-    const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-      options: {
-        protocol: 'ctap2',
-        transport: 'internal',
-        hasResidentKey: true,
-        hasUserVerification: true,
-        isUserVerified: true,
-        automaticPresenceSimulation: true,
-      },
-    })
-    return { cdp, authenticatorId }
-  }
+  const authenticator = virtualAuthenticator
   const credentials = async (a: { cdp: CDPSession; authenticatorId: string }) =>
     (await a.cdp.send('WebAuthn.getCredentials', { authenticatorId: a.authenticatorId }))
       .credentials

@@ -10,6 +10,7 @@ import {
   heading,
   navigation,
   newContext,
+  virtualAuthenticator,
   visit,
 } from '../browser/dashboard.js'
 import { type ServerProcess, startServer } from '../e2e/server.js'
@@ -63,18 +64,7 @@ it.skipIf(!available)(
     await field(page, 'New password').fill(password)
     await field(page, 'Confirm password').fill(password)
     await click(page, 'Set password')
-    const cdp = await context.newCDPSession(page)
-    await cdp.send('WebAuthn.enable')
-    await cdp.send('WebAuthn.addVirtualAuthenticator', {
-      options: {
-        protocol: 'ctap2',
-        transport: 'internal',
-        hasResidentKey: true,
-        hasUserVerification: true,
-        isUserVerified: true,
-        automaticPresenceSimulation: true,
-      },
-    })
+    await virtualAuthenticator(page)
 
     // Registration: the challenge made by the first, the answer checked by the second.
     await toSecond(page, '/account/passkeys/register')

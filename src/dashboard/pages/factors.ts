@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { FactorError } from '../../accounts/factors.js'
 import { actorOf } from '../../http/actor.js'
 import type { DashboardDeps } from '../deps.js'
-import { form, holderOf, redirect, sendPage } from '../reply.js'
+import { form, holderOf, redirect, sendPage, tooManyAttempts } from '../reply.js'
 import { clearPendingCookie, pendingId } from '../session.js'
 import type { ThrottleKey } from '../throttle.js'
 import { messageView } from '../views/auth.js'
@@ -50,15 +50,7 @@ export function factorPages(app: FastifyInstance, { ctx, throttle }: DashboardDe
       { kind: 'ip', value: request.ip },
     ]
     const wait = await throttle.retryAfter(keys)
-    if (wait > 0) {
-      const minutes = Math.ceil(wait / 60)
-      reply.header('retry-after', String(wait))
-      const lines = [
-        'Too many failed sign-in attempts.',
-        `Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
-      ]
-      return sendPage(reply, messageView('Too many attempts', lines), 429)
-    }
+    if (wait > 0) return tooManyAttempts(reply, wait)
     const anonymous = actorOf(request, { type: 'anonymous' })
     const accounts = await holders.accountsOf(pending.login)
     const home = accounts.includes(pending.login) ? pending.login : (accounts[0] ?? pending.login)

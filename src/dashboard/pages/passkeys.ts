@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import type { RelyingParty } from '../../accounts/passkeys.js'
 import { actorOf } from '../../http/actor.js'
 import type { DashboardDeps } from '../deps.js'
-import { form, holderOf, redirect, sendPage } from '../reply.js'
+import { form, holderOf, redirect, sendPage, tooManyAttempts } from '../reply.js'
 import { pendingId, safeNext } from '../session.js'
 import type { ThrottleKey } from '../throttle.js'
 import { messageView } from '../views/auth.js'
@@ -61,10 +61,8 @@ export function passkeyPages(app: FastifyInstance, { ctx, throttle }: DashboardD
 
   app.post('/passkeys/signin', signedOut, async (request, reply) => {
     const keys: ThrottleKey[] = [{ kind: 'ip', value: request.ip }]
-    if ((await throttle.retryAfter(keys)) > 0) {
-      const lines = ['Too many failed sign-in attempts.', 'Try again later.']
-      return sendPage(reply, messageView('Too many attempts', lines), 429)
-    }
+    const wait = await throttle.retryAfter(keys)
+    if (wait > 0) return tooManyAttempts(reply, wait)
     const f = form(request)
     const login = await passkeys.authenticate(rp(), f.get('response') ?? '', 'signin')
     const anonymous = actorOf(request, { type: 'anonymous' })

@@ -3,7 +3,7 @@ import { HolderError, type SignedInPerson } from '../../accounts/holders.js'
 import { AccountError } from '../../accounts/service.js'
 import { actorOf } from '../../http/actor.js'
 import type { DashboardDeps } from '../deps.js'
-import { form, holderOf, redirect, sendPage } from '../reply.js'
+import { form, holderOf, redirect, sendPage, tooManyAttempts } from '../reply.js'
 import { clearSessionCookie, safeNext, setPendingCookie } from '../session.js'
 import type { ThrottleKey } from '../throttle.js'
 import { messageView, setupView, signInView, signUpView } from '../views/auth.js'
@@ -40,19 +40,7 @@ export function signInPages(app: FastifyInstance, { ctx, throttle, sso }: Dashbo
       { kind: 'ip', value: request.ip },
     ]
     const wait = await throttle.retryAfter(keys)
-    if (wait > 0) {
-      const minutes = Math.ceil(wait / 60)
-      reply.header('retry-after', String(wait))
-      const lines = [
-        'Too many failed sign-in attempts.',
-        `Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
-      ]
-      return sendPage(
-        reply,
-        messageView('Too many attempts', lines, { href: '/account/sign-in', text: 'Sign in' }),
-        429,
-      )
-    }
+    if (wait > 0) return tooManyAttempts(reply, wait)
     const anonymous = actorOf(request, { type: 'anonymous' })
     const password = f.get('password') ?? ''
     const person = await holders.signIn(username, password, anonymous, {
