@@ -23,6 +23,9 @@ export const errorTable = {
   invalidScopes: [422, 'scopes are invalid'],
   invalidResources: [422, 'resources are invalid'],
   defaultTokenUndeletable: [422, 'the default token cannot be deleted'],
+  /** Roll (Tessera's extension): a `tk` authorises no roll; the old string ends within a day. */
+  temporaryNotRollable: [422, 'temporary tokens cannot be rolled'],
+  rollTooFar: [422, 'expires is more than 24 hours in the future'],
   /** The admin API's create, for a username already taken. */
   accountExists: [409, 'account already exists'],
   /** The admin API's member changes that would leave an account without an owner. */

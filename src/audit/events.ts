@@ -36,6 +36,7 @@ export const auditActions = [
   'token.temporary_issued',
   'token.updated',
   'token.deleted',
+  'token.rolled',
   'account.created',
   'account.changed',
   'account.disabled',

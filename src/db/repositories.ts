@@ -25,6 +25,8 @@ export interface TokenRecord {
   keyId: string
   created: string
   modified: string
+  /** A rolled token's end, epoch ms: refused from then on (the wire object does not show it). */
+  retiresAt?: number
 }
 
 export type SortBy = 'created' | 'modified'
@@ -61,10 +63,12 @@ const toToken = (row: Selectable<TokensTable>): TokenRecord => {
     keyId: row.key_id,
     created: row.created,
     modified: row.modified,
+    ...(row.retires == null ? {} : { retiresAt: Date.parse(row.retires) }),
   }
 }
 
-const fromToken = (t: TokenRecord): TokensTable => ({
+/** A record as a row; `retires` is written by `retire` alone (creates never set it). */
+const fromToken = (t: TokenRecord): Omit<TokensTable, 'retires'> => ({
   id: t.id,
   username: t.username,
   usage: t.usage,
@@ -180,6 +184,25 @@ export const tokensRepo = {
   async update(db: Executor, t: TokenRecord): Promise<void> {
     const { id, username, ...changes } = fromToken(t)
     await db.updateTable('tokens').set(changes).where('id', '=', id).execute()
+  },
+
+  /** The old token of a roll: no longer the default, valid until `at` (ISO). */
+  async retire(db: Executor, id: string, at: string): Promise<void> {
+    await db
+      .updateTable('tokens')
+      .set({ retires: at, is_default: 0 })
+      .where('id', '=', id)
+      .execute()
+  },
+
+  /** Rolled tokens whose end has come (at most `limit`): their ids and accounts. */
+  async retired(db: Executor, at: string, limit: number) {
+    return db
+      .selectFrom('tokens')
+      .select(['id', 'username'])
+      .where('retires', '<=', at)
+      .limit(limit)
+      .execute()
   },
 
   async delete(db: Executor, username: string, id: string): Promise<boolean> {

@@ -22,6 +22,8 @@ export interface TokensTable {
   modified: string
   /** The token object of the wire without `token`, as JSON (see tokens/document.ts). */
   document: string
+  /** A rolled token's end (ISO 8601): valid before, revoked from then on; null otherwise. */
+  retires: string | null
 }
 
 export interface PeopleTable {

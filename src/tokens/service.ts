@@ -48,6 +48,7 @@ export interface TemporaryResult {
 }
 
 const hourMs = 3_600_000
+const dayMs = 24 * hourMs
 
 export interface TokenServiceDeps {
   db: Db
@@ -269,6 +270,77 @@ export class TokenService {
     const event = this.event('token.updated', actor, account, id, { fields: changed })
     await this.change(id, event, (db) => tokensRepo.update(db, record))
     return this.view(record)
+  }
+
+  /**
+   * Rolls a pk/sk: a new token (new id and string; the same note, scopes, allowed URLs and
+   * default flag, created now), while the old string works until `expires` (now when absent;
+   * at most 24 hours ahead, never later than an end it has already). Rules as for update.
+   */
+  async roll(
+    account: AccountRecord,
+    principal: Principal,
+    id: string,
+    input: { expires?: unknown },
+    actor: Actor,
+  ): Promise<TokenView> {
+    if (principal.usage === 'tk') fail('temporaryNotRollable')
+    const now = this.now()
+    let endsAt = now
+    if (input.expires !== undefined) {
+      const at = typeof input.expires === 'string' ? parseTimestamp(input.expires) : undefined
+      if (at === undefined) return fail('invalidResources', 'expires must be an ISO 8601 timestamp')
+      if (at < now) fail('expiresInPast')
+      if (at > now + dayMs) fail('rollTooFar')
+      endsAt = at
+    }
+    const old = await this.find(account, id)
+    if (old.retiresAt !== undefined && old.retiresAt <= now) {
+      fail('notFound', 'no token with this id in this account')
+    }
+    // The caller must hold every scope of the token, as to give them.
+    this.checkScopes(account, principal, old.scopes)
+    if (old.retiresAt !== undefined) endsAt = Math.min(endsAt, old.retiresAt)
+    const record: TokenRecord = {
+      ...this.newRecord(account, {
+        note: old.note,
+        scopes: old.scopes,
+        allowedUrls: old.allowedUrls,
+        isDefault: old.isDefault,
+      }),
+      usage: old.usage,
+      scopeless: old.scopeless,
+    }
+    const retires = isoTime(endsAt)
+    const event = this.event('token.rolled', actor, account, record.id, {
+      previous: old.id,
+      usage: record.usage,
+      retires,
+    })
+    await this.db.transaction().execute(async (trx) => {
+      // The old one first: one default token per account at any moment.
+      if (endsAt <= now) {
+        if (!(await tokensRepo.delete(trx, account.username, old.id))) fail('notFound')
+      } else await tokensRepo.retire(trx, old.id, retires)
+      await tokensRepo.insert(trx, record)
+      await auditRepo.insert(trx, event)
+      await this.changes.notify(trx, old.id)
+    })
+    this.cache.invalidate(old.id)
+    return this.view(record)
+  }
+
+  /** Removes rolled tokens whose end has come (their strings are refused already). */
+  async sweepRetired(): Promise<number> {
+    const rows = await tokensRepo.retired(this.db, isoTime(this.now()), 500)
+    for (const row of rows) {
+      await this.db.transaction().execute(async (trx) => {
+        await tokensRepo.delete(trx, row.username, row.id)
+        await this.changes.notify(trx, row.id)
+      })
+      this.cache.invalidate(row.id)
+    }
+    return rows.length
   }
 
   async remove(account: AccountRecord, id: string, actor: Actor): Promise<void> {

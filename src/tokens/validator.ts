@@ -121,7 +121,12 @@ export class TokenValidator {
     record: TokenRecord,
     account: AccountRecord | undefined,
   ): Validation {
-    if (account === undefined || account.disabled || record.created < account.created) {
+    if (
+      account === undefined ||
+      account.disabled ||
+      record.created < account.created ||
+      (record.retiresAt !== undefined && record.retiresAt <= this.now())
+    ) {
       return { code: 'TokenRevoked', parsed }
     }
     this.usage?.hit(record.id)

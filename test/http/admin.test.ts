@@ -534,6 +534,7 @@ describe('the OpenAPI document', () => {
       '/admin/v1/accounts/{username}/portal-links',
       '/admin/v1/accounts/{username}/setup-url',
       '/admin/v1/accounts/{username}/tokens',
+      '/admin/v1/accounts/{username}/tokens/{token_id}/roll',
       '/admin/v1/accounts/{username}/tokens/{token_id}/usage',
       '/admin/v1/audit',
       '/admin/v1/events',
@@ -545,7 +546,7 @@ describe('the OpenAPI document', () => {
       '/admin/v1/webhooks/{id}/secret',
     ])
     const operations = adminPaths.flatMap((p) => Object.values(doc.paths[p]))
-    expect(operations).toHaveLength(26)
+    expect(operations).toHaveLength(27)
     for (const op of operations as { tags: string[]; security: unknown; responses: object }[]) {
       expect(op.tags).toEqual(['admin'])
       expect(op.security).toEqual([{ operatorKey: [] }])

@@ -201,6 +201,25 @@ const cases: Partial<Record<ErrorKind, Case[]>> = {
       () => admin(h.app, 'POST', '/accounts', { username: 'bob' }),
     ],
   ],
+  rollTooFar: [
+    [
+      'roll with the old string ending in 25 hours',
+      () =>
+        call(h.app, 'POST', `/tokens/v2/alice/${pk.id}/roll`, sk, { expires: minutes(25 * 60) }),
+    ],
+  ],
+  temporaryNotRollable: [
+    [
+      'roll authorised by a temporary token',
+      async () => {
+        const tk = await call(h.app, 'POST', '/tokens/v2/alice', sk, {
+          scopes: ['tokens:write', 'styles:read'],
+          expires: minutes(5),
+        })
+        return call(h.app, 'POST', `/tokens/v2/alice/${pk.id}/roll`, tk.body.token)
+      },
+    ],
+  ],
   lastOwner: [
     ['admin API: remove the only owner', () => admin(h.app, 'DELETE', '/accounts/bob/members/bob')],
     [

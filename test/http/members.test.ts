@@ -155,6 +155,7 @@ describe('members and roles', () => {
     const settings = await viewer.get('/account/settings')
     expect(postForms(settings.body)).toEqual([
       '/account/settings/password',
+      '/account/passkeys/register',
       '/account/sign-out-everywhere',
     ])
   })

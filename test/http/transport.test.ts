@@ -136,6 +136,7 @@ describe('routes', () => {
       '/tokens/v2',
       '/tokens/v2/{username}',
       '/tokens/v2/{username}/{token_id}',
+      '/tokens/v2/{username}/{token_id}/roll',
     ])
     expect(Object.keys(doc.paths['/tokens/v2/{username}']).sort()).toEqual(['get', 'post'])
     expect(

@@ -10,6 +10,7 @@ const actions: Record<AuditAction, string> = {
   'token.temporary_issued': 'Temporary token issued',
   'token.updated': 'Token updated',
   'token.deleted': 'Token deleted',
+  'token.rolled': 'Token rolled',
   'account.created': 'Account created',
   'account.changed': 'Plan or features changed',
   'account.disabled': 'Account disabled',

@@ -6,6 +6,7 @@ import * as eventOutbox from './0004-event-outbox.js'
 import * as webhooks from './0005-webhooks.js'
 import * as members from './0006-members.js'
 import * as factors from './0007-factors.js'
+import * as roll from './0008-roll.js'
 
 /** Registered explicitly (no globbing) so that they survive bundling. Append only. */
 const migrations: Record<string, Migration> = {
@@ -16,6 +17,7 @@ const migrations: Record<string, Migration> = {
   '0005-webhooks': webhooks,
   '0006-members': members,
   '0007-factors': factors,
+  '0008-roll': roll,
 }
 
 export const migrationProvider: MigrationProvider = {

@@ -2,7 +2,8 @@ import type { Static } from '@sinclair/typebox'
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { AppContext } from '../../context.js'
-import { nextPage, pageSize, tags } from './common.js'
+import { TokenObject } from '../schemas.js'
+import { nextPage, operator, pageSize, tags } from './common.js'
 import {
   AdminToken,
   adminErrors,
@@ -69,6 +70,36 @@ export function accountTokenRoutes(app: FastifyInstance, ctx: AppContext) {
       const token = await ctx.tokens.get(account, token_id)
       const { lastUsed, hours } = await ctx.usage.activity(token.id)
       return { lastUsed: lastUsed ?? null, hours }
+    },
+  )
+
+  app.post(
+    '/accounts/:username/tokens/:token_id/roll',
+    {
+      schema: {
+        summary: 'Roll a token',
+        description:
+          'As `POST /tokens/v2/{username}/{token_id}/roll`, for the account holder: a new token ' +
+          'replaces this one; the old string works until `expires` (now when absent, at most 24 ' +
+          'hours ahead). 404 `No such user`, or `Not found` for an unknown token.',
+        tags,
+        security: operatorKey,
+        params: TokenParams,
+        body: Type.Optional(Type.Object({ expires: Type.Optional(Type.String()) })),
+        response: { 200: TokenObject, ...adminErrors(404, 422) },
+      },
+    },
+    async (request) => {
+      const { username, token_id } = request.params as Static<typeof TokenParams>
+      const account = await ctx.accounts.get(username)
+      const body = (request.body ?? {}) as { expires?: string }
+      return ctx.tokens.roll(
+        account,
+        ctx.accounts.holder(account),
+        token_id,
+        { expires: body.expires },
+        operator(request),
+      )
     },
   )
 }

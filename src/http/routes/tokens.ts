@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { AppContext } from '../../context.js'
 import type { AccountRecord } from '../../db/repositories.js'
-import { ApiError } from '../../errors.js'
+import { ApiError, fail } from '../../errors.js'
 import type { Principal } from '../../tokens/principal.js'
 import { tokenActor } from '../actor.js'
 import {
@@ -117,6 +117,37 @@ export function tokenRoutes(app: FastifyInstance, ctx: AppContext) {
         request.body as Static<typeof UpdateBody>,
         tokenActor(request),
       )
+    },
+  )
+
+  app.post(
+    '/tokens/v2/:username/:token_id/roll',
+    {
+      config: { scope: 'tokens:write' },
+      schema: {
+        summary: 'Roll a token',
+        description:
+          'Requires the `tokens:write` scope (Tessera). A new token replaces this one: a new id ' +
+          'and string, the same note, scopes, allowed URLs and default flag, created now. The ' +
+          'old string keeps working until `expires` of the optional body `{"expires": ' +
+          '"<ISO 8601>"}`: now when absent, at most 24 hours ahead. The caller must hold every ' +
+          'scope of the token; a temporary token cannot roll one.',
+        params: TokenIdParams,
+        response: { 200: TokenObject, ...authErrors },
+      },
+    },
+    async (request) => {
+      const { principal, account } = caller(request)
+      const { token_id } = request.params as Static<typeof TokenIdParams>
+      const body = request.body ?? {}
+      if (typeof body !== 'object' || Array.isArray(body)) {
+        fail('invalidResources', 'the body must be a JSON object')
+      }
+      const { expires, ...rest } = body as { expires?: unknown }
+      if (Object.keys(rest).length > 0) {
+        fail('invalidResources', `unknown field: ${Object.keys(rest)[0]}`)
+      }
+      return ctx.tokens.roll(account, principal, token_id, { expires }, tokenActor(request))
     },
   )
 
