@@ -218,6 +218,7 @@ export async function createContext(
     return removed
   }
   let pruneTimer: NodeJS.Timeout | undefined
+  let sweepTimer: NodeJS.Timeout | undefined
   const events = new EventFeed(db, log)
   const webhooks = new WebhookDispatcher({ db, log, config, now })
   return {
@@ -258,12 +259,21 @@ export async function createContext(
       }
       pruneTimer = setInterval(run, pruneEveryMs)
       pruneTimer.unref()
+      // Rolled tokens past their end: refused already, gone from lists within half a minute.
+      sweepTimer = setInterval(() => {
+        if (!ready) return
+        tokens
+          .sweepRetired()
+          .catch((err) => log.warn({ err: (err as Error).message }, 'rolled token sweep failed'))
+      }, 30_000)
+      sweepTimer.unref()
       setTimeout(run, 10_000).unref()
     },
     prune,
     async close() {
       stopped = true
       clearInterval(pruneTimer)
+      clearInterval(sweepTimer)
       events.close()
       await webhooks.stop()
       if (ready) await usage.stop().catch(() => {})

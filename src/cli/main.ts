@@ -18,6 +18,9 @@ const usage = `usage: tessera <command>
   account create <username> [--plan P] [--feature F]...
   account invite <username>                   a new dashboard setup link (voids older ones)
   token create <username> [--scopes a,b] [--note N] [--allowed-url U]...
+  token roll <username> <token id> [--expires T]
+                                              a new token in its place; the old string works
+                                              until T (at most 24 hours ahead), else stops now
   member list <account>                       the people of an account, with their roles
   member add <account> <email> [--role R]     a one-time invitation link (7 days; role owner,
                                               developer (the default) or viewer)
@@ -66,6 +69,7 @@ async function run(argv: string[]): Promise<void> {
       limit: { type: 'string' },
       start: { type: 'string' },
       role: { type: 'string' },
+      expires: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   })
@@ -141,6 +145,18 @@ async function run(argv: string[]): Promise<void> {
       const account = await ctx.accounts.find(arg)
       if (account === undefined) throw new AccountError(`no such account: ${arg}`)
       return print({ username: account.username, setupUrl: await setupUrl(account.username) })
+    }
+    if (command === 'token' && sub === 'roll' && arg !== undefined && positionals[3]) {
+      const account = await ctx.accounts.find(arg)
+      if (account === undefined) throw new AccountError(`no such account: ${arg}`)
+      const rolled = await ctx.tokens.roll(
+        account,
+        ctx.accounts.holder(account),
+        positionals[3],
+        { expires: values.expires },
+        cliActor,
+      )
+      return print(rolled)
     }
     if (command === 'token' && sub === 'create' && arg !== undefined) {
       const account = await ctx.accounts.find(arg)

@@ -330,6 +330,12 @@ export class TokenService {
     return this.view(record)
   }
 
+  /** A rolled token's end (epoch ms), from the cache or the database; undefined if none. */
+  async retiresAt(id: string): Promise<number | undefined> {
+    const record = this.cache.get(id) ?? (await tokensRepo.find(this.db, id))
+    return record?.retiresAt
+  }
+
   /** Removes rolled tokens whose end has come (their strings are refused already). */
   async sweepRetired(): Promise<number> {
     const rows = await tokensRepo.retired(this.db, isoTime(this.now()), 500)

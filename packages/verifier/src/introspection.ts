@@ -96,9 +96,11 @@ export function entryOf(token: string, body: unknown, times: EntryTimes): Entry 
     exp: isNumber(exp) ? exp : undefined,
     allowedUrls: urls === undefined ? undefined : Object.freeze([...urls]),
   })
-  // A tk is stateless: good until its exp (unless its account changes); pk/sk until an event.
+  // A tk is stateless: good until its exp (unless its account changes); pk/sk until an event,
+  // or until its exp when it has one (a rolled token's end).
   let expiresAt = times.now + times.maxAgeMs
   if (usage === 'tk') expiresAt = isNumber(exp) ? Math.min(exp * 1000, expiresAt) : times.now
+  else if (isNumber(exp)) expiresAt = Math.min(exp * 1000, expiresAt)
   return {
     token,
     answer,

@@ -1,8 +1,11 @@
 import type { EntryCache } from './entry-cache.js'
 import type { SseEvent } from './sse.js'
 
-/** Events after which cached answers of a token (target.id) or an account are dropped. */
-const tokenActions = new Set(['token.updated', 'token.deleted'])
+/**
+ * Events after which cached answers of a token (target.id; for token.rolled the old token,
+ * details.previous) or an account are dropped.
+ */
+const tokenActions = new Set(['token.updated', 'token.deleted', 'token.rolled'])
 const accountActions = new Set([
   'account.changed',
   'account.disabled',
@@ -21,20 +24,24 @@ export function invalidate(cache: EntryCache, event: SseEvent): void {
     if (event.event === 'reset') cache.clear()
     return
   }
-  const key = keyOf(event.data, isToken)
+  const key = keyOf(event.data, isToken, event.event === 'token.rolled')
   if (key === undefined) cache.clear()
   else if (isToken) cache.dropToken(key)
   else cache.dropAccount(key)
 }
 
 /** The token id (target.id) or the account an event names; undefined if it names none. */
-function keyOf(json: string, isToken: boolean): string | undefined {
-  let data: { target?: { id?: unknown }; account?: unknown }
+function keyOf(json: string, isToken: boolean, rolled: boolean): string | undefined {
+  let data: { target?: { id?: unknown }; account?: unknown; details?: { previous?: unknown } }
   try {
     data = JSON.parse(json)
   } catch {
     return undefined
   }
-  const key = isToken ? data?.target?.id : (data?.account ?? data?.target?.id)
+  const key = rolled
+    ? data?.details?.previous
+    : isToken
+      ? data?.target?.id
+      : (data?.account ?? data?.target?.id)
   return typeof key === 'string' ? key : undefined
 }

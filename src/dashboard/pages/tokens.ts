@@ -103,6 +103,28 @@ export function tokenPages(app: FastifyInstance, { ctx }: DashboardDeps) {
     }
   })
 
+  app.post('/tokens/:id/roll', developers, async (request, reply) => {
+    const { account, signedIn, actor } = holderOf(request)
+    const { id } = request.params as { id: string }
+    const when = form(request).get('when')
+    const hours = when === '24h' ? 24 : when === '1h' ? 1 : 0
+    const expires =
+      hours === 0 ? undefined : new Date(tokens.now() + hours * 3_600_000).toISOString()
+    const rolled = await tokens.roll(account, accounts.holder(account), id, { expires }, actor)
+    const oldEnds =
+      hours === 0
+        ? 'has stopped working'
+        : `works until ${expires?.slice(0, 16).replace('T', ' ')} UTC`
+    const view = revealView({
+      signedIn,
+      token: rolled.token ?? '',
+      usage: rolled.usage,
+      id: rolled.id,
+      oldEnds,
+    })
+    return sendPage(reply, view)
+  })
+
   app.get('/tokens/:id/delete', developers, async (request, reply) => {
     const { account, signedIn } = holderOf(request)
     const token = await tokens.get(account, (request.params as { id: string }).id)

@@ -155,6 +155,18 @@ const editable = (v: Parameters<typeof tokenPageView>[0]) => {
   ${fields(v.scopes, v.values)}
   <button type="submit">Save changes</button>
 </form>
+<form method="post" action="/account/tokens/${t.id}/roll" class="card" novalidate>
+  ${csrf(v.signedIn.csrf)}
+  <h2>Roll this token</h2>
+  <p class="hint">A new token takes its place: a new string, the same note, scopes and allowed URLs. Give your applications the new string; the old one stops working when you choose.</p>
+  <label for="roll-when">The old token stops working</label>
+  <select id="roll-when" name="when">
+    <option value="now">now</option>
+    <option value="1h">in 1 hour</option>
+    <option value="24h">in 24 hours</option>
+  </select>
+  <button type="submit" class="secondary">Roll token</button>
+</form>
 ${
   t.default
     ? html`<p class="hint">The default token cannot be deleted.</p>`
@@ -183,6 +195,8 @@ export function revealView(v: {
   usage: 'pk' | 'sk' | 'tk'
   id?: string
   expires?: string
+  /** After a roll: when the old string stops working. */
+  oldEnds?: string
 }) {
   const about = {
     pk: 'A public token: you can see it again on the tokens page.',
@@ -191,7 +205,8 @@ export function revealView(v: {
   }[v.usage]
   return layout(
     { title: 'Token created', signedIn: v.signedIn, section: 'tokens' },
-    html`<p class="${v.usage === 'pk' ? 'notice' : 'warning'}">${about}</p>
+    html`${v.oldEnds === undefined ? '' : html`<p class="notice">Token rolled. The old token ${v.oldEnds}.</p>`}
+<p class="${v.usage === 'pk' ? 'notice' : 'warning'}">${about}</p>
 <div class="card">
   <label for="new-token">New token</label>
   <div class="copy-row"><input id="new-token" readonly value="${v.token}" spellcheck="false"><button type="button" class="secondary copy" data-copy="new-token">Copy</button></div>

@@ -65,11 +65,14 @@ export function introspectRoutes(app: FastifyInstance, ctx: AppContext): void {
       throw err
     })
     if (token === undefined) return inactive('TokenRevoked')
+    // A rolled token: its end, as a tk's (the verifier keeps its answer no longer).
+    const retiresAt = await ctx.tokens.retiresAt(token.id)
     return {
       active: true,
       scope: token.scopes.join(' '),
       username: account.username,
       token_type: 'Bearer',
+      ...(retiresAt === undefined ? {} : { exp: Math.floor(retiresAt / 1000) }),
       iat: Math.floor(Date.parse(token.created) / 1000),
       client_id: token.client,
       id: token.id,
