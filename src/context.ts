@@ -10,7 +10,7 @@ import { AdminKeys } from './admin/keys.js'
 import { AuditLog } from './audit/log.js'
 import { type Config, ConfigError, systemReason } from './config.js'
 import { auditRepo } from './db/audit.js'
-import { localChanges, postgresChanges } from './db/changes.js'
+import { postgresChanges, sqliteChanges } from './db/changes.js'
 import { createDatabase, type Db, isUnavailable, migrateToLatest } from './db/database.js'
 import { outboxRepo } from './db/outbox.js'
 import { webhookRepo } from './db/webhooks.js'
@@ -165,7 +165,8 @@ export async function createContext(
   const cache = new TokenCache({ enabled: false })
   const directory = new AccountDirectory(db)
   directory.setEnabled(false)
-  const changes = config.db.kind === 'postgres' ? postgresChanges(config.db, log) : localChanges
+  const changes =
+    config.db.kind === 'postgres' ? postgresChanges(config.db, log) : sqliteChanges(db, log)
   let feedLive = false
   changes.listen(
     (id) => {

@@ -19,11 +19,68 @@ export interface TokenChanges {
   close(): Promise<void>
 }
 
-/** SQLite: one server process owns the data (the CLI only adds), so there is nobody to tell. */
+/** In process only (tests of the token service alone): nobody else to tell. */
 export const localChanges: TokenChanges = {
   notify: async () => {},
   listen: (_changed, live) => live(true),
   close: async () => {},
+}
+
+const pollMs = 500
+const keepMs = 3_600_000
+
+/**
+ * SQLite: the server owns the data, but the CLI may change tokens on the same file while it
+ * runs (`tessera token roll`). Changes are written to `token_changes` in the transaction of the
+ * write, and the server reads the new ones twice a second.
+ */
+export function sqliteChanges(db: Db, log: Logger): TokenChanges {
+  let timer: NodeJS.Timeout | undefined
+  let last = 0
+  let polls = 0
+  const poll = async (changed: (id: string) => void) => {
+    const rows = await db
+      .selectFrom('token_changes')
+      .select(['seq', 'id'])
+      .where('seq', '>', last)
+      .orderBy('seq')
+      .limit(1000)
+      .execute()
+    for (const row of rows) {
+      last = row.seq
+      changed(row.id)
+    }
+    if (++polls % 120 === 0) {
+      await db
+        .deleteFrom('token_changes')
+        .where('at', '<', Date.now() - keepMs)
+        .execute()
+    }
+  }
+  return {
+    async notify(trx, id) {
+      await trx.insertInto('token_changes').values({ id, at: Date.now() }).execute()
+    },
+    listen(changed, live) {
+      live(true)
+      void (async () => {
+        const top = await db
+          .selectFrom('token_changes')
+          .select((eb) => eb.fn.max('seq').as('seq'))
+          .executeTakeFirst()
+        last = Number(top?.seq ?? 0)
+        timer = setInterval(() => {
+          poll(changed).catch((err) =>
+            log.warn({ err: (err as Error).message }, 'reading token changes failed'),
+          )
+        }, pollMs)
+        timer.unref()
+      })()
+    },
+    async close() {
+      clearInterval(timer)
+    },
+  }
 }
 
 /** PostgreSQL LISTEN/NOTIFY on a dedicated connection, re-established after a loss. */

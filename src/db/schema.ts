@@ -235,6 +235,13 @@ export interface AccountPoliciesTable {
   changed: string
 }
 
+/** SQLite only: token changes for the server to read (see db/changes.ts). */
+export interface TokenChangesTable {
+  seq: Generated<number>
+  id: string
+  at: number
+}
+
 export interface Database {
   accounts: AccountsTable
   tokens: TokensTable
@@ -248,6 +255,7 @@ export interface Database {
   pending_signins: PendingSigninsTable
   webauthn_challenges: WebauthnChallengesTable
   account_policies: AccountPoliciesTable
+  token_changes: TokenChangesTable
   setup_links: SetupLinksTable
   sessions: SessionsTable
   audit_events: AuditEventsTable

@@ -84,6 +84,25 @@ describe('the @mapbox/mapbox-sdk tokens client', () => {
     })
   })
 
+  it('works with the new token of a roll, and the old one answers TokenRevoked', async () => {
+    const rolled = await tessera(server.env, 'token', 'roll', 'sdkuser', holder.id)
+    expect(rolled.token).toMatch(/^sk\./)
+    const tokens = client(rolled.token)
+    const listed = await tokens.listTokens().send()
+    expect(listed.statusCode).toBe(200)
+    expect(listed.body.map((t: { id: string }) => t.id)).toContain(rolled.id)
+    const old = await client(rolled.token).getToken().send()
+    expect(old.body.code).toBe('TokenValid')
+    // Rolled by another process (the CLI): the server hears of it through the change feed.
+    let code = ''
+    for (let i = 0; i < 40 && code !== 'TokenRevoked'; i++) {
+      code = (await client(holder.token).getToken().send()).body.code
+      if (code !== 'TokenRevoked') await new Promise((r) => setTimeout(r, 50))
+    }
+    expect(code).toBe('TokenRevoked')
+    holder = { token: rolled.token, id: rolled.id }
+  })
+
   it('creates a temporary token that the SDK can use', async () => {
     const expires = new Date(Date.now() + 10 * 60_000)
     const res = await client(holder.token)

@@ -51,6 +51,32 @@ describe('two instances on PostgreSQL and Redis', () => {
     expect(elapsed).toBeLessThan(1000)
   })
 
+  it('roll on one: the other refuses the old string within one second, and takes the new', async () => {
+    await tessera(first.env, 'account', 'create', 'fleet-r')
+    const holder = await tessera(first.env, 'token', 'create', 'fleet-r', '--scopes', scopes)
+    const made = await api(first, 'POST', '/tokens/v2/fleet-r', holder.token, {
+      scopes: ['styles:read'],
+    })
+    expect((await api(second, 'GET', '/tokens/v2', made.body.token)).body.code).toBe('TokenValid')
+    const rolled = await api(
+      second,
+      'POST',
+      `/tokens/v2/fleet-r/${made.body.id}/roll`,
+      holder.token,
+    )
+    expect(rolled.status).toBe(200)
+    const since = performance.now()
+    let code = ''
+    while (performance.now() - since < 2000) {
+      code = (await api(first, 'GET', '/tokens/v2', made.body.token)).body.code
+      if (code === 'TokenRevoked') break
+      await new Promise((r) => setTimeout(r, 25))
+    }
+    expect(code).toBe('TokenRevoked')
+    expect(performance.now() - since).toBeLessThan(1000)
+    expect((await api(first, 'GET', '/tokens/v2', rolled.body.token)).body.code).toBe('TokenValid')
+  })
+
   it('count one limit across instances: with 5 a minute, 3 requests on each give exactly one 429', async () => {
     await awayFromWindowEdge(10)
     await tessera(first.env, 'account', 'create', 'fleet-b')

@@ -196,6 +196,28 @@ describe('@tessera/verifier against Tessera', () => {
     )
   })
 
+  it('sees a roll within 1 s: the old string until its end, then refused', async () => {
+    const { id, token } = await create({ scopes: ['styles:read'] })
+    expect((await verifier.verify(token))?.valid).toBe(true)
+    // The old string works 2 s more: the verifier learns its end and keeps it no longer.
+    const expires = new Date(Date.now() + 2000).toISOString()
+    const rolled = await call(server, 'POST', `/tokens/v2/acme/${id}/roll`, sk, { expires })
+    expect(rolled.status).toBe(200)
+    await within(1000, () => verifier.verifyCached(token) === undefined)
+    expect((await verifier.verify(token))?.valid).toBe(true)
+    expect((await verifier.verify(rolled.body.token))?.valid).toBe(true)
+    await new Promise((r) => setTimeout(r, Date.parse(expires) - Date.now() + 50))
+    expect(await verifier.verify(token)).toEqual({ valid: false, reason: 'TokenRevoked' })
+    // Rolled to end now: refused within 1 s.
+    const again = await call(server, 'POST', `/tokens/v2/acme/${rolled.body.id}/roll`, sk)
+    expect(again.status).toBe(200)
+    await within(1000, () => verifier.verifyCached(rolled.body.token) === undefined)
+    expect(await verifier.verify(rolled.body.token)).toEqual({
+      valid: false,
+      reason: 'TokenRevoked',
+    })
+  })
+
   it('sees a change of scopes or URLs, and an account disabled or enabled, within 1 s', async () => {
     const { id, token } = await create({ scopes: ['styles:read'] })
     expect((await verifier.verify(token, { scope: 'styles:read' }))?.valid).toBe(true)
