@@ -90,7 +90,8 @@ describe('scopes only narrow (property)', () => {
       }),
       { numRuns: 40 },
     )
-    // The property is only worth something if many operations went through.
-    expect(succeeded).toBeGreaterThan(100)
+    // The property is only worth something if many operations went through: about 120 of some
+    // 600 do on average; a run on CI once had 98, so the floor sits well below the mean.
+    expect(succeeded).toBeGreaterThan(50)
   })
 })
