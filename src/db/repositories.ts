@@ -21,6 +21,8 @@ export interface TokenRecord {
   note: string
   scopes: string[]
   allowedUrls: string[] | null
+  /** IP ranges it may be used from (Tessera); absent or null: anywhere. */
+  allowedIps?: string[] | null
   scopeless: boolean
   keyId: string
   created: string
@@ -59,6 +61,7 @@ const toToken = (row: Selectable<TokensTable>): TokenRecord => {
     note: view.note,
     scopes: view.scopes,
     allowedUrls: view.allowedUrls ?? null,
+    ...(view.allowedIps === undefined ? {} : { allowedIps: view.allowedIps }),
     scopeless: row.scopeless === 1,
     keyId: row.key_id,
     created: row.created,

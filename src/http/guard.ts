@@ -82,7 +82,12 @@ export function guard(ctx: AppContext) {
     const validation = token === undefined ? undefined : ctx.tokens.validate(token)
     return andThen(validation, (validation) => {
       if (validation !== undefined) ctx.metrics.validated(validation)
-      if (validation?.code !== 'TokenValid') {
+      // A token restricted to IP ranges, used from elsewhere, authorises nothing (Tessera).
+      if (
+        validation?.code !== 'TokenValid' ||
+        (validation.principal.allowedIps !== undefined &&
+          !validation.principal.allowedIps(request.ip))
+      ) {
         return andThen(rateLimit(ctx, reply, `ip:${request.ip}`, false), () => {
           throw new ApiError('unauthorized')
         })

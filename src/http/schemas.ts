@@ -43,12 +43,19 @@ const AllowedUrls = Type.Array(Type.String({ maxLength: maxUrlLength, ...resourc
   ...resources,
 })
 
+const AllowedIps = Type.Array(Type.String({ maxLength: 64, ...resources }), {
+  maxItems: 100,
+  ...resources,
+  description: 'Tessera: IPv4/IPv6 addresses or CIDR blocks the token may be used from',
+})
+
 /** One body for both creates: the presence of `expires` selects a temporary token. */
 export const CreateBody = Type.Object(
   {
     note: Type.Optional(Note),
     scopes: Type.Optional(Scopes),
     allowedUrls: Type.Optional(AllowedUrls),
+    allowedIps: Type.Optional(AllowedIps),
     expires: Type.Optional(Type.String({ ...resources, description: 'Makes a temporary token' })),
   },
   resources,
@@ -59,6 +66,7 @@ export const UpdateBody = Type.Object(
     note: Type.Optional(Note),
     scopes: Type.Optional(Scopes),
     allowedUrls: Type.Optional(Type.Union([AllowedUrls, Type.Null()], resources)),
+    allowedIps: Type.Optional(Type.Union([AllowedIps, Type.Null()], resources)),
   },
   resources,
 )
@@ -73,6 +81,7 @@ export const TokenObject = Type.Object({
   created: Type.String(),
   modified: Type.String(),
   allowedUrls: Type.Optional(Type.Array(Type.String())),
+  allowedIps: Type.Optional(Type.Array(Type.String())),
   token: Type.Optional(Type.String()),
 })
 

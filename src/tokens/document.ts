@@ -11,6 +11,8 @@ export interface TokenView {
   created: string
   modified: string
   allowedUrls?: string[]
+  /** Tessera: the IP ranges it may be used from; absent when not restricted. */
+  allowedIps?: string[]
   token?: string
 }
 
@@ -27,6 +29,7 @@ export function tokenView(record: TokenRecord): TokenView {
     modified: record.modified,
   }
   if (record.allowedUrls !== null) view.allowedUrls = record.allowedUrls
+  if (record.allowedIps != null) view.allowedIps = record.allowedIps
   return view
 }
 

@@ -9,4 +9,6 @@ export interface Principal {
   tokenId?: string
   /** tk: expiry in epoch seconds. */
   exp?: number
+  /** A token restricted to IP ranges: whether a client address is in them. */
+  allowedIps?: (ip: string) => boolean
 }

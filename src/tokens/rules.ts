@@ -1,3 +1,4 @@
+import { BlockList, isIP } from 'node:net'
 import { fail } from '../errors.js'
 import type { Scope, ScopeCatalog } from '../scopes/catalog.js'
 import type { Principal } from './principal.js'
@@ -32,6 +33,61 @@ export function normalizeAllowedUrls(urls: readonly string[] | null | undefined)
     out.add(url)
   }
   return out.size === 0 ? null : [...out]
+}
+
+export const maxAllowedIps = 100
+
+/**
+ * A token's IP ranges as stored: addresses and CIDR blocks, IPv4 or IPv6, each in its canonical
+ * text (IPv6 compressed and lowercased; a /32 or /128 block written as its address), without
+ * repeats; null when none. Refused with `resources are invalid` when one is not a range.
+ */
+export function normalizeAllowedIps(list: readonly unknown[] | null | undefined): string[] | null {
+  if (list === null || list === undefined) return null
+  if (list.length > maxAllowedIps) {
+    fail('invalidResources', `allowedIps may hold at most ${maxAllowedIps} entries`)
+  }
+  const out = new Set<string>()
+  for (const raw of list) {
+    const range = typeof raw === 'string' ? canonicalRange(raw.trim()) : undefined
+    if (range === undefined) {
+      return fail(
+        'invalidResources',
+        'every allowedIps entry must be an IPv4 or IPv6 address or CIDR block',
+      )
+    }
+    out.add(range)
+  }
+  return out.size === 0 ? null : [...out]
+}
+
+function canonicalRange(text: string): string | undefined {
+  const [address = '', prefix, ...rest] = text.split('/')
+  const family = isIP(address)
+  if (rest.length > 0 || family === 0) return undefined
+  const canonical = family === 4 ? address : new URL(`http://[${address}]`).hostname.slice(1, -1)
+  if (prefix === undefined) return canonical
+  if (!/^\d{1,3}$/.test(prefix)) return undefined
+  const bits = Number(prefix)
+  const max = family === 4 ? 32 : 128
+  if (bits > max) return undefined
+  return bits === max ? canonical : `${canonical}/${bits}`
+}
+
+/** Whether an address is in one of the ranges; an IPv4-mapped IPv6 address counts as IPv4. */
+export function ipMatcher(ranges: readonly string[]): (ip: string) => boolean {
+  const list = new BlockList()
+  for (const range of ranges) {
+    const [address = '', prefix] = range.split('/')
+    const type = isIP(address) === 4 ? 'ipv4' : 'ipv6'
+    if (prefix === undefined) list.addAddress(address, type)
+    else list.addSubnet(address, Number(prefix), type)
+  }
+  return (ip) => {
+    const address = ip.startsWith('::ffff:') && isIP(ip.slice(7)) === 4 ? ip.slice(7) : ip
+    const family = isIP(address)
+    return family !== 0 && list.check(address, family === 4 ? 'ipv4' : 'ipv6')
+  }
 }
 
 export const dedupe = (scopes: readonly string[]) => [...new Set(scopes)]

@@ -15,7 +15,13 @@ import { type TokenView, tokenView, withToken } from './document.js'
 import { newTokenId, tokenIdPattern } from './ids.js'
 import type { Keyring } from './keyring.js'
 import type { Principal } from './principal.js'
-import { checkScopes, isoTime, normalizeAllowedUrls, parseTimestamp } from './rules.js'
+import {
+  checkScopes,
+  isoTime,
+  normalizeAllowedIps,
+  normalizeAllowedUrls,
+  parseTimestamp,
+} from './rules.js'
 import type { UsageCounter } from './usage.js'
 import { TokenValidator, type Validation } from './validator.js'
 
@@ -24,12 +30,15 @@ export interface TokenFields {
   note?: string
   scopes?: string[]
   allowedUrls?: string[] | null
+  /** Tessera: IP ranges the token may be used from. */
+  allowedIps?: string[] | null
 }
 
 export interface TemporaryInput {
   expires: string
   scopes?: string[]
   allowedUrls?: unknown
+  allowedIps?: unknown
 }
 
 export interface ListQuery {
@@ -165,7 +174,13 @@ export class TokenService {
   /** A new permanent token; also builds the default token of a new account. */
   newRecord(
     account: AccountRecord,
-    fields: { note: string; scopes: string[]; allowedUrls: string[] | null; isDefault?: boolean },
+    fields: {
+      note: string
+      scopes: string[]
+      allowedUrls: string[] | null
+      allowedIps?: string[] | null
+      isDefault?: boolean
+    },
   ): TokenRecord {
     const at = isoTime(this.now())
     const secret = fields.scopes.some((id) => this.catalog.get(id)?.public !== true)
@@ -177,6 +192,7 @@ export class TokenService {
       note: fields.note,
       scopes: fields.scopes,
       allowedUrls: fields.allowedUrls,
+      ...(fields.allowedIps == null ? {} : { allowedIps: fields.allowedIps }),
       scopeless: fields.scopes.length === 0,
       keyId: this.keyring.current.id,
       created: at,
@@ -191,8 +207,10 @@ export class TokenService {
     actor: Actor,
   ): Promise<TokenView> {
     const allowedUrls = normalizeAllowedUrls(input.allowedUrls)
+    const allowedIps = normalizeAllowedIps(input.allowedIps)
     const scopes = this.checkScopes(account, principal, input.scopes ?? [])
-    const record = this.newRecord(account, { note: input.note ?? '', scopes, allowedUrls })
+    const note = input.note ?? ''
+    const record = this.newRecord(account, { note, scopes, allowedUrls, allowedIps })
     const event = this.event('token.created', actor, account, record.id, {
       usage: record.usage,
       scopes,
@@ -209,6 +227,9 @@ export class TokenService {
   ): Promise<TemporaryResult> {
     if (input.allowedUrls !== undefined) {
       fail('invalidResources', 'temporary tokens cannot have allowedUrls')
+    }
+    if (input.allowedIps !== undefined) {
+      fail('invalidResources', 'temporary tokens cannot have allowedIps')
     }
     const expiresMs = parseTimestamp(input.expires)
     if (expiresMs === undefined)
@@ -243,14 +264,20 @@ export class TokenService {
     input: TokenFields,
     actor: Actor,
   ): Promise<TokenView> {
-    if (input.note === undefined && input.scopes === undefined && input.allowedUrls === undefined) {
+    if (
+      input.note === undefined &&
+      input.scopes === undefined &&
+      input.allowedUrls === undefined &&
+      input.allowedIps === undefined
+    ) {
       fail('invalidResources', 'name at least one of note, scopes and allowedUrls')
     }
     const allowedUrls = normalizeAllowedUrls(input.allowedUrls)
+    const allowedIps = normalizeAllowedIps(input.allowedIps)
     const scopes = input.scopes && this.checkScopes(account, principal, input.scopes)
     const record = await this.find(account, id)
-    const fields = ['note', 'scopes', 'allowedUrls'] as const
-    const before = fields.map((k) => JSON.stringify(record[k]))
+    const fields = ['note', 'scopes', 'allowedUrls', 'allowedIps'] as const
+    const before = fields.map((k) => JSON.stringify(record[k] ?? null))
     if (scopes !== undefined) {
       if (record.scopeless && scopes.length > 0) {
         fail('invalidScopes', 'a token created with no scopes cannot be given scopes')
@@ -262,10 +289,11 @@ export class TokenService {
     }
     if (input.note !== undefined) record.note = input.note
     if (input.allowedUrls !== undefined) record.allowedUrls = allowedUrls
+    if (input.allowedIps !== undefined) record.allowedIps = allowedIps
     record.modified = isoTime(this.now())
     // The fields whose value changed, not those sent: a form sends them all.
     const changed = fields.filter(
-      (k, i) => input[k] !== undefined && JSON.stringify(record[k]) !== before[i],
+      (k, i) => input[k] !== undefined && JSON.stringify(record[k] ?? null) !== before[i],
     )
     const event = this.event('token.updated', actor, account, id, { fields: changed })
     await this.change(id, event, (db) => tokensRepo.update(db, record))
@@ -306,6 +334,7 @@ export class TokenService {
         note: old.note,
         scopes: old.scopes,
         allowedUrls: old.allowedUrls,
+        allowedIps: old.allowedIps ?? null,
         isDefault: old.isDefault,
       }),
       usage: old.usage,

@@ -6,6 +6,7 @@ import { type ParsedToken, parseToken, signatureMatches } from './codec.js'
 import { tokenIdPattern } from './ids.js'
 import type { Keyring } from './keyring.js'
 import type { Principal } from './principal.js'
+import { ipMatcher } from './rules.js'
 import type { UsageCounter } from './usage.js'
 
 export type ValidationCode =
@@ -146,8 +147,9 @@ export class TokenValidator {
   private principalOf(record: TokenRecord): Principal {
     let principal = this.principals.get(record)
     if (principal === undefined) {
-      const { usage, username, scopes, id } = record
+      const { usage, username, scopes, id, allowedIps } = record
       principal = { usage, username, scopes: new Set(scopes), tokenId: id }
+      if (allowedIps != null) principal.allowedIps = ipMatcher(allowedIps)
       this.principals.set(record, principal)
     }
     return principal

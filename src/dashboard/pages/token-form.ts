@@ -10,6 +10,7 @@ export const readTokenForm = (f: URLSearchParams): TokenFormValues => ({
   note: f.get('note') ?? '',
   scopes: new Set(f.getAll('scopes')),
   allowedUrls: f.get('allowedUrls') ?? '',
+  allowedIps: f.get('allowedIps') ?? '',
 })
 
 const bodies = {
@@ -22,17 +23,27 @@ const bodies = {
  * the shape of every field) before the token service applies the rest of the rules.
  */
 export function tokenFields(values: TokenFormValues, kind: keyof typeof bodies): TokenFields {
-  const urls = values.allowedUrls
-    .split(/\r?\n/)
-    .map((line) => line.trim())
-    .filter((line) => line !== '')
+  const lines = (text: string) =>
+    text
+      .split(/\r?\n/)
+      .map((line) => line.trim())
+      .filter((line) => line !== '')
+  const urls = lines(values.allowedUrls)
+  const ips = lines(values.allowedIps)
   const fields = {
     note: values.note,
     scopes: [...values.scopes],
     allowedUrls: urls.length > 0 ? urls : null,
+    allowedIps: ips.length > 0 ? ips : null,
   }
   const body =
-    kind === 'create' ? { ...fields, allowedUrls: fields.allowedUrls ?? undefined } : fields
+    kind === 'create'
+      ? {
+          ...fields,
+          allowedUrls: fields.allowedUrls ?? undefined,
+          allowedIps: fields.allowedIps ?? undefined,
+        }
+      : fields
   const check = bodies[kind]
   if (!check.Check(body)) {
     const first = check.Errors(body).First()
@@ -49,6 +60,9 @@ const describe = (path: string, schema: TSchema | undefined) => {
   }
   if (field === 'allowedUrls' && max.maxItems !== undefined) {
     return `a token may have at most ${max.maxItems} allowed URLs`
+  }
+  if (field === 'allowedIps' && max.maxItems !== undefined) {
+    return `a token may have at most ${max.maxItems} IP ranges`
   }
   return `the ${field} field is not valid`
 }

@@ -38,7 +38,7 @@ export function tokenPages(app: FastifyInstance, { ctx }: DashboardDeps) {
 
   app.get('/tokens/new', developers, async (request, reply) => {
     const { account, signedIn } = holderOf(request)
-    const values = { note: '', scopes: new Set<string>(), allowedUrls: '' }
+    const values = { note: '', scopes: new Set<string>(), allowedUrls: '', allowedIps: '' }
     return sendPage(reply, newTokenView({ signedIn, scopes: scopesOf(account), values }))
   })
 
@@ -77,6 +77,7 @@ export function tokenPages(app: FastifyInstance, { ctx }: DashboardDeps) {
       note: token.note,
       scopes: new Set(token.scopes),
       allowedUrls: (token.allowedUrls ?? []).join('\n'),
+      allowedIps: (token.allowedIps ?? []).join('\n'),
     }
     const scopes = scopesOf(account)
     return tokenPageView({ ...view, values, token, scopes, usage, now: tokens.now() })

@@ -68,6 +68,8 @@ export interface TokenFormValues {
   note: string
   scopes: ReadonlySet<string>
   allowedUrls: string
+  /** One address or CIDR block a line. */
+  allowedIps: string
 }
 
 const usageHint = (scopes: readonly Scope[], checked: ReadonlySet<string>) =>
@@ -84,7 +86,10 @@ const fields = (
   ${scopeChoices(scopes, values.scopes)}
   <label for="allowed-urls">Allowed URLs</label>
   <textarea id="allowed-urls" name="allowedUrls" rows="4" spellcheck="false" aria-describedby="urls-hint">${values.allowedUrls}</textarea>
-  <p class="hint" id="urls-hint">One a line: a URL or host name (<code>example.com</code>, <code>*.example.com</code>, <code>https://example.com:8080/maps</code>). Empty: usable from anywhere. A restricted token cannot be used from mobile apps.</p>`
+  <p class="hint" id="urls-hint">One a line: a URL or host name (<code>example.com</code>, <code>*.example.com</code>, <code>https://example.com:8080/maps</code>). Empty: usable from anywhere. A restricted token cannot be used from mobile apps.</p>
+  <label for="allowed-ips">Allowed IP addresses</label>
+  <textarea id="allowed-ips" name="allowedIps" rows="3" spellcheck="false" aria-describedby="ips-hint">${values.allowedIps}</textarea>
+  <p class="hint" id="ips-hint">One a line: an IPv4 or IPv6 address or a CIDR block (<code>203.0.113.7</code>, <code>198.51.100.0/24</code>, <code>2001:db8::/32</code>). Empty: usable from any address. Best for secret tokens used by your servers.</p>`
 
 export function newTokenView(v: {
   signedIn: SignedIn
@@ -144,6 +149,7 @@ const readOnly = (t: TokenView) => html`<section aria-labelledby="settings-headi
     <dt>Note</dt><dd>${t.note === '' ? html`<span class="none">none</span>` : t.note}</dd>
     <dt>Scopes</dt><dd>${t.scopes.length === 0 ? html`<span class="none">none</span>` : t.scopes.join(', ')}</dd>
     <dt>Allowed URLs</dt><dd>${t.allowedUrls === undefined || t.allowedUrls.length === 0 ? html`<span class="none">anywhere</span>` : t.allowedUrls.join(', ')}</dd>
+    <dt>Allowed IP addresses</dt><dd>${t.allowedIps === undefined ? html`<span class="none">any</span>` : t.allowedIps.join(', ')}</dd>
   </dl>
   <p class="hint">You are a viewer in this account: developers and owners change tokens.</p>
 </section>`

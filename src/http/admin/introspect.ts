@@ -24,7 +24,9 @@ const description = [
   'objects and retrieve say it; `id` is the token id, which a tk does not carry (it names no',
   'parent token), so a tk has none. Any other token answers `{active: false, code}` and nothing',
   'more: `TokenMalformed`, `TokenInvalid`, `TokenExpired`, or `TokenRevoked` (deleted, or its',
-  'account disabled or deleted). Counted as a validation, like retrieve.',
+  'account disabled or deleted). Counted as a validation, like retrieve. Tessera: with `ip`',
+  "(the caller's client address), a valid token restricted to IP ranges (`allowedIps`) that do",
+  'not hold it answers `{active: false, code: "TokenValid", reason: "ip_not_allowed"}`.',
 ].join(' ')
 
 const inactive = (code: Validation['code']): Answer => ({ active: false, code })
@@ -33,7 +35,7 @@ const inactive = (code: Validation['code']): Answer => ({ active: false, code })
 function formFields(body: string) {
   const form = new URLSearchParams(body)
   const fields: Record<string, string> = {}
-  for (const name of ['token', 'token_type_hint']) {
+  for (const name of ['token', 'token_type_hint', 'ip']) {
     const value = form.get(name)
     if (value !== null) fields[name] = value
   }
@@ -78,6 +80,7 @@ export function introspectRoutes(app: FastifyInstance, ctx: AppContext): void {
       id: token.id,
       usage: token.usage,
       allowedUrls: token.allowedUrls,
+      ...(token.allowedIps === undefined ? {} : { allowedIps: token.allowedIps }),
       code: 'TokenValid',
     }
   }
@@ -124,10 +127,16 @@ export function introspectRoutes(app: FastifyInstance, ctx: AppContext): void {
         },
       },
       async (request) => {
-        const { token } = request.body as Static<typeof IntrospectBody>
+        const { token, ip } = request.body as Static<typeof IntrospectBody>
         const validation = await ctx.tokens.validate(token)
         ctx.metrics.validated(validation)
-        return validation.code === 'TokenValid' ? describe(validation) : inactive(validation.code)
+        if (validation.code !== 'TokenValid') return inactive(validation.code)
+        // Valid, but not from where the caller's client is (Tessera's allowedIps).
+        const within = validation.principal.allowedIps
+        if (ip !== undefined && within !== undefined && !within(ip)) {
+          return { active: false, code: 'TokenValid', reason: 'ip_not_allowed' as const }
+        }
+        return describe(validation)
       },
     )
   })

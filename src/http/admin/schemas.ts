@@ -146,6 +146,13 @@ export const IntrospectBody = Type.Object(
     token_type_hint: Type.Optional(
       Type.String({ ...resources, description: 'Accepted and ignored (RFC 7662)' }),
     ),
+    ip: Type.Optional(
+      Type.String({
+        ...resources,
+        maxLength: 64,
+        description: "Tessera: the caller's client address, checked against the token's allowedIps",
+      }),
+    ),
   },
   resources,
 )
@@ -175,6 +182,14 @@ export const Introspection = Type.Object({
   usage: Type.Optional(Type.Union([Type.Literal('pk'), Type.Literal('sk'), Type.Literal('tk')])),
   allowedUrls: Type.Optional(
     Type.Array(Type.String(), { description: 'pk and sk: only when the token is restricted' }),
+  ),
+  allowedIps: Type.Optional(
+    Type.Array(Type.String(), { description: 'pk and sk: only when restricted to IP ranges' }),
+  ),
+  reason: Type.Optional(
+    Type.Literal('ip_not_allowed', {
+      description: 'Inactive although valid: `ip` was given and is outside its allowedIps',
+    }),
   ),
 })
 
