@@ -10,6 +10,8 @@ export type FailureReason =
   | 'MissingScope'
   /** The token has allowedUrls and the request's Origin/Referer matches none of them. */
   | 'UrlNotAllowed'
+  /** The token has allowedIps and the request's client address is in none of them. */
+  | 'IpNotAllowed'
   /** Tessera could not answer and nothing usable was cached: fail closed. */
   | 'TesseraUnavailable'
 
@@ -31,6 +33,8 @@ export interface VerifiedToken {
   readonly exp: number | undefined
   /** The token's restriction; undefined when it has none. */
   readonly allowedUrls: readonly string[] | undefined
+  /** The IP ranges it may be used from; undefined when it has none. */
+  readonly allowedIps: readonly string[] | undefined
 }
 
 export interface RefusedToken {
@@ -48,6 +52,8 @@ export interface VerifyOptions {
   origin?: string | undefined
   /** The request's `Referer` header. */
   referer?: string | undefined
+  /** The client's address (required to pass a token restricted to IP ranges). */
+  ip?: string | undefined
 }
 
 const refused = (reason: FailureReason): RefusedToken => Object.freeze({ valid: false, reason })
@@ -60,5 +66,6 @@ export const refusals: Readonly<Record<FailureReason, RefusedToken>> = Object.fr
   TokenRevoked: refused('TokenRevoked'),
   MissingScope: refused('MissingScope'),
   UrlNotAllowed: refused('UrlNotAllowed'),
+  IpNotAllowed: refused('IpNotAllowed'),
   TesseraUnavailable: refused('TesseraUnavailable'),
 })

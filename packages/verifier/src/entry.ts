@@ -8,6 +8,8 @@ export interface Entry {
   answer: Verification
   readonly scopes: ReadonlySet<string>
   readonly urls: AllowedUrls | undefined
+  /** A token restricted to IP ranges: whether a client address is in them. */
+  readonly ips: ((ip: string) => boolean) | undefined
   /** When the entry stops being usable, epoch ms. */
   expiresAt: number
   /** Index keys: the token id and the account, when known. */
@@ -21,15 +23,20 @@ export const unavailable: Entry = Object.freeze({
   answer: refusals.TesseraUnavailable,
   scopes: new Set<string>(),
   urls: undefined,
+  ips: undefined,
   expiresAt: 0,
   id: undefined,
   account: undefined,
 })
 
-/** The checks of one request against a cached answer: allowed URLs, then scopes. */
+/** The checks of one request against a cached answer: IP ranges, allowed URLs, then scopes. */
 export function check(entry: Entry, options: VerifyOptions | undefined): Verification {
   const answer = entry.answer
   if (!answer.valid) return answer
+  if (entry.ips !== undefined) {
+    const ip = options?.ip
+    if (ip === undefined || !entry.ips(ip)) return refusals.IpNotAllowed
+  }
   if (entry.urls !== undefined) {
     if (options === undefined || !entry.urls.allows(options.origin, options.referer)) {
       return refusals.UrlNotAllowed

@@ -20,6 +20,8 @@ export interface VerifierPluginOptions {
   scope?: string | readonly string[]
   /** Where the token is; default: `Authorization: Bearer`, else the `access_token` query parameter. */
   getToken?: (request: FastifyRequest) => string | undefined
+  /** The client's address for tokens restricted to IP ranges; default `request.ip` (trustProxy). */
+  clientIp?: (request: FastifyRequest) => string | undefined
 }
 
 function refuse(reply: FastifyReply, reason: Parameters<typeof refusalFor>[0]) {
@@ -52,6 +54,8 @@ export const verifierPlugin: FastifyPluginCallback<VerifierPluginOptions> = (
       scope: config?.scope ?? options.scope,
       origin: headerValue(request.headers.origin),
       referer: headerValue(request.headers.referer),
+      // Fastify's own `trustProxy` decides request.ip; clientIp overrides it.
+      ip: options.clientIp === undefined ? request.ip : options.clientIp(request),
     }
     const settle = (answer: Verification) => {
       if (!answer.valid) return refuse(reply, answer.reason)

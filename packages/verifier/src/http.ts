@@ -31,6 +31,11 @@ const refusalsByReason: Record<FailureReason | 'TokenMissing', Refusal> = {
     headers: {},
     body: { message: 'Forbidden', details: 'the access token may not be used from this URL' },
   },
+  IpNotAllowed: {
+    status: 403,
+    headers: {},
+    body: { message: 'Forbidden', details: 'the access token may not be used from this address' },
+  },
   TesseraUnavailable: {
     status: 503,
     headers: { 'retry-after': '1' },

@@ -1,3 +1,4 @@
+import { BlockList, isIP } from 'node:net'
 import { AllowedUrls } from './allowed-urls.js'
 import { type FailureReason, refusals, type TokenUsage } from './answers.js'
 import type { Entry } from './entry.js'
@@ -55,6 +56,7 @@ export function refusalEntry(token: string, reason: FailureReason, times: EntryT
     answer: refusals[reason],
     scopes: noScopes,
     urls: undefined,
+    ips: undefined,
     expiresAt: times.now + times.negativeTtlMs,
     id,
     account,
@@ -71,7 +73,7 @@ export function entryOf(token: string, body: unknown, times: EntryTimes): Entry 
     const code = typeof b.code === 'string' && inactiveCodes.has(b.code) ? b.code : 'TokenInvalid'
     return refusalEntry(token, code as FailureReason, times)
   }
-  const { username, usage, scope, id, client_id, iat, exp, allowedUrls } = b
+  const { username, usage, scope, id, client_id, iat, exp, allowedUrls, allowedIps } = b
   if (
     typeof username !== 'string' ||
     typeof usage !== 'string' ||
@@ -79,7 +81,8 @@ export function entryOf(token: string, body: unknown, times: EntryTimes): Entry 
     typeof scope !== 'string' ||
     (id !== undefined && typeof id !== 'string') ||
     (exp !== undefined && !isNumber(exp)) ||
-    (allowedUrls !== undefined && allowedUrls !== null && !isStringArray(allowedUrls))
+    (allowedUrls !== undefined && allowedUrls !== null && !isStringArray(allowedUrls)) ||
+    (allowedIps !== undefined && !isStringArray(allowedIps))
   ) {
     throw new UnexpectedAnswerError('introspection answered an active token of an unknown shape')
   }
@@ -95,6 +98,7 @@ export function entryOf(token: string, body: unknown, times: EntryTimes): Entry 
     iat: isNumber(iat) ? iat : undefined,
     exp: isNumber(exp) ? exp : undefined,
     allowedUrls: urls === undefined ? undefined : Object.freeze([...urls]),
+    allowedIps: Array.isArray(allowedIps) ? Object.freeze([...allowedIps]) : undefined,
   })
   // A tk is stateless: good until its exp (unless its account changes); pk/sk until an event,
   // or until its exp when it has one (a rolled token's end).
@@ -106,8 +110,26 @@ export function entryOf(token: string, body: unknown, times: EntryTimes): Entry 
     answer,
     scopes: new Set(scopes),
     urls: urls === undefined ? undefined : new AllowedUrls(urls),
+    ips: Array.isArray(allowedIps) ? ipMatcher(allowedIps) : undefined,
     expiresAt,
     id: answer.id,
     account: username,
+  }
+}
+
+/** Whether an address is in one of Tessera's ranges; an IPv4-mapped IPv6 address counts as IPv4. */
+export function ipMatcher(ranges: readonly string[]): (ip: string) => boolean {
+  const list = new BlockList()
+  for (const range of ranges) {
+    const [address = '', prefix] = range.split('/')
+    const type = isIP(address) === 4 ? 'ipv4' : 'ipv6'
+    if (isIP(address) === 0) continue
+    if (prefix === undefined) list.addAddress(address, type)
+    else list.addSubnet(address, Number(prefix), type)
+  }
+  return (ip) => {
+    const address = ip.startsWith('::ffff:') && isIP(ip.slice(7)) === 4 ? ip.slice(7) : ip
+    const family = isIP(address)
+    return family !== 0 && list.check(address, family === 4 ? 'ipv4' : 'ipv6')
   }
 }

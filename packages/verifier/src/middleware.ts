@@ -16,6 +16,12 @@ export interface MiddlewareOptions {
   scope?: string | readonly string[]
   /** Where the token is; default: `Authorization: Bearer`, else the `access_token` query parameter. */
   getToken?: (req: IncomingMessage) => string | undefined
+  /**
+   * The client's address, for tokens restricted to IP ranges. Default: `req.ip` when the
+   * framework sets it (Express, per its `trust proxy` setting), else the socket's address.
+   * Behind proxies you trust, give the address they report (the right one of X-Forwarded-For).
+   */
+  clientIp?: (req: IncomingMessage) => string | undefined
 }
 
 export type NextFunction = (err?: unknown) => void
@@ -43,6 +49,10 @@ export function verifierMiddleware(options: MiddlewareOptions) {
       scope,
       origin: headerValue(req.headers.origin),
       referer: headerValue(req.headers.referer),
+      ip:
+        options.clientIp === undefined
+          ? ((req as { ip?: string }).ip ?? req.socket?.remoteAddress)
+          : options.clientIp(req),
     }
     const done = (answer: Verification) => {
       if (!answer.valid) return sendRefusal(res, refusalFor(answer.reason))

@@ -196,6 +196,31 @@ describe('@tessera/verifier against Tessera', () => {
     )
   })
 
+  it("holds a token to its IP ranges: the request's client address", async () => {
+    const { token } = await create({
+      scopes: ['styles:read'],
+      allowedIps: ['203.0.113.0/24', '2001:db8::/32'],
+    })
+    const cases: [string | undefined, boolean][] = [
+      ['203.0.113.20', true],
+      ['::ffff:203.0.113.20', true],
+      ['2001:db8::1', true],
+      ['198.51.100.1', false],
+      [undefined, false],
+    ]
+    for (const [ip, valid] of cases) {
+      const answer = await verifier.verify(token, { ip })
+      expect(answer, String(ip)).toEqual(
+        valid
+          ? expect.objectContaining({
+              valid: true,
+              allowedIps: ['203.0.113.0/24', '2001:db8::/32'],
+            })
+          : { valid: false, reason: 'IpNotAllowed' },
+      )
+    }
+  })
+
   it('sees a roll within 1 s: the old string until its end, then refused', async () => {
     const { id, token } = await create({ scopes: ['styles:read'] })
     expect((await verifier.verify(token))?.valid).toBe(true)
