@@ -13,10 +13,11 @@ import { fastifyLimits, jsonDepthExceeds, limits, nodeServerOptions } from './ht
 import { openapi } from './http/openapi.js'
 import { OverloadDetector } from './http/overload.js'
 import { healthRoutes, probePaths } from './http/routes/health.js'
+import { leakRoutes } from './http/routes/leaks.js'
 import { retrieveRoute } from './http/routes/retrieve.js'
 import { scopeRoutes } from './http/routes/scopes.js'
 import { tokenRoutes } from './http/routes/tokens.js'
-import { tokenApiTag } from './http/schemas.js'
+import { leakTag, tokenApiTag } from './http/schemas.js'
 import { validatorCompiler } from './http/validation.js'
 import { metricsHooks } from './metrics/http.js'
 import { randomAlnum } from './tokens/ids.js'
@@ -218,7 +219,7 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
 
   openapi(app, {
     version: '0.1.0',
-    tags: [tokenApiTag, ...adminDocs.tags],
+    tags: [tokenApiTag, leakTag, ...adminDocs.tags],
     securitySchemes: adminDocs.securitySchemes,
   })
   docsPage(app)
@@ -226,6 +227,7 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
   retrieveRoute(app, ctx)
   tokenRoutes(app, ctx)
   scopeRoutes(app, ctx)
+  leakRoutes(app, ctx)
   // The operator's API: its own authentication (operator keys) and hooks, under /admin/v1.
   adminRoutes(app, ctx)
   return app

@@ -22,6 +22,8 @@ export interface Env {
   RATE_LIMIT_PER_MINUTE?: string
   LOG_LEVEL?: string
   DASHBOARD_SIGNUP?: string
+  LEAK_REPORT_KEYS?: string
+  LEAKED_TOKENS?: string
   DASHBOARD_REQUIRE_2FA?: string
   PORTAL_RETURN_ORIGINS?: string
   OIDC_ISSUER?: string
@@ -58,6 +60,8 @@ const names: (keyof Env)[] = [
   'RATE_LIMIT_PER_MINUTE',
   'LOG_LEVEL',
   'DASHBOARD_SIGNUP',
+  'LEAK_REPORT_KEYS',
+  'LEAKED_TOKENS',
   'DASHBOARD_REQUIRE_2FA',
   'PORTAL_RETURN_ORIGINS',
   'OIDC_ISSUER',
@@ -137,6 +141,8 @@ export interface Config {
   webhookAllowPrivate: boolean
   /** PEM certificate authorities that webhook deliveries trust besides the system's. */
   webhookCaFile?: string
+  /** Leaked tokens: GitHub's public keys document (a file), and what a live report does. */
+  leaks: { keysFile?: string; policy: 'auto' | 'revoke' | 'flag' }
   /** The Prometheus listener (plain HTTP); none when METRICS_PORT is unset. */
   metrics?: { host: string; port: number }
 }
@@ -189,6 +195,14 @@ export const defaultScopesFile = path.join(packageRoot, 'catalog', 'default.yaml
 export function configuredOrigin(http: Config['http'], port = http.port): string {
   if (http.publicUrl) return http.publicUrl
   return `https://${http.host.includes(':') ? `[${http.host}]` : http.host}:${port}`
+}
+
+function leakPolicy(value: string | undefined): Config['leaks']['policy'] {
+  const policy = value ?? 'auto'
+  if (policy !== 'auto' && policy !== 'revoke' && policy !== 'flag') {
+    throw new ConfigError(`LEAKED_TOKENS must be auto, revoke or flag, got "${policy}"`)
+  }
+  return policy
 }
 
 /** Single sign-on: the three OIDC_ settings together, or none of them. */
@@ -322,6 +336,7 @@ export function toConfig(env: Env): Config {
     ),
     webhookAllowPrivate: flag('WEBHOOK_ALLOW_PRIVATE', env.WEBHOOK_ALLOW_PRIVATE),
     webhookCaFile: env.WEBHOOK_CA_FILE,
+    leaks: { keysFile: env.LEAK_REPORT_KEYS, policy: leakPolicy(env.LEAKED_TOKENS) },
     metrics:
       env.METRICS_PORT === undefined
         ? undefined

@@ -21,6 +21,7 @@ import { RedisRateLimiter } from './ratelimit/redis.js'
 import { ScopeCatalog } from './scopes/catalog.js'
 import { TokenCache } from './tokens/cache.js'
 import { Keyring } from './tokens/keyring.js'
+import { LeakService } from './tokens/leaks.js'
 import { isoTime } from './tokens/rules.js'
 import { TokenService } from './tokens/service.js'
 import { UsageCounter } from './tokens/usage.js'
@@ -51,6 +52,8 @@ export interface AppContext {
   factors: FactorService
   /** Passkeys (WebAuthn): registration and sign-in ceremonies. */
   passkeys: PasskeyService
+  /** Leaked tokens reported by GitHub, an operator's scanners or anyone: revoked or flagged. */
+  leaks: LeakService
   rateLimiter: RateLimiter
   /** Operator keys of the admin API: ADMIN_KEYS, or the hashed key file in DATA_DIR. */
   adminKeys: AdminKeys
@@ -197,6 +200,13 @@ export async function createContext(
   const accounts = new AccountService(db, catalog, tokens)
   const holders = new HolderService(db, accounts, tokens.now)
   const members = new MemberService(db, accounts, tokens.now, config.dashboard.portalReturnOrigins)
+  let leaks: LeakService
+  try {
+    leaks = new LeakService(db, tokens, accounts, config.leaks.policy, config.leaks.keysFile)
+  } catch (err) {
+    await db.destroy()
+    throw new ConfigError(`LEAK_REPORT_KEYS cannot be used: ${systemReason(err)}`)
+  }
   const factors = new FactorService(db, keyring, tokens.now, config.dashboard.require2fa)
   const rateLimiter = config.redis
     ? new RedisRateLimiter(config.redis.url, config.redis.keyPrefix, config.rateLimitPerMinute, log)
@@ -242,6 +252,7 @@ export async function createContext(
     members,
     factors,
     passkeys: new PasskeyService(db, tokens.now),
+    leaks,
     rateLimiter,
     adminKeys,
     audit: new AuditLog(db),

@@ -37,6 +37,7 @@ export const auditActions = [
   'token.updated',
   'token.deleted',
   'token.rolled',
+  'token.leaked',
   'account.created',
   'account.changed',
   'account.disabled',

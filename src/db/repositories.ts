@@ -29,6 +29,8 @@ export interface TokenRecord {
   modified: string
   /** A rolled token's end, epoch ms: refused from then on (the wire object does not show it). */
   retiresAt?: number
+  /** When it was reported leaked and kept (flagged), ISO 8601. */
+  leaked?: string
 }
 
 export type SortBy = 'created' | 'modified'
@@ -67,11 +69,12 @@ const toToken = (row: Selectable<TokensTable>): TokenRecord => {
     created: row.created,
     modified: row.modified,
     ...(row.retires == null ? {} : { retiresAt: Date.parse(row.retires) }),
+    ...(row.leaked == null ? {} : { leaked: row.leaked }),
   }
 }
 
 /** A record as a row; `retires` is written by `retire` alone (creates never set it). */
-const fromToken = (t: TokenRecord): Omit<TokensTable, 'retires'> => ({
+const fromToken = (t: TokenRecord): Omit<TokensTable, 'retires' | 'leaked'> => ({
   id: t.id,
   username: t.username,
   usage: t.usage,
@@ -196,6 +199,11 @@ export const tokensRepo = {
       .set({ retires: at, is_default: 0 })
       .where('id', '=', id)
       .execute()
+  },
+
+  /** Marks a token reported leaked and kept. */
+  async flagLeaked(db: Executor, id: string, at: string): Promise<void> {
+    await db.updateTable('tokens').set({ leaked: at }).where('id', '=', id).execute()
   },
 
   /** Rolled tokens whose end has come (at most `limit`): their ids and accounts. */

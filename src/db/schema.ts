@@ -24,6 +24,14 @@ export interface TokensTable {
   document: string
   /** A rolled token's end (ISO 8601): valid before, revoked from then on; null otherwise. */
   retires: string | null
+  /** When it was reported leaked and kept (flagged); null otherwise. */
+  leaked: string | null
+}
+
+export interface LeakReportsTable {
+  body_hash: string
+  at: string
+  answer: string
 }
 
 export interface PeopleTable {
@@ -256,6 +264,7 @@ export interface Database {
   webauthn_challenges: WebauthnChallengesTable
   account_policies: AccountPoliciesTable
   token_changes: TokenChangesTable
+  leak_reports: LeakReportsTable
   setup_links: SetupLinksTable
   sessions: SessionsTable
   audit_events: AuditEventsTable

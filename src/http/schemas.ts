@@ -127,6 +127,13 @@ export const errorResponses = (...statuses: number[]): Record<number, TSchema> =
   Object.fromEntries(statuses.map((s) => [s, ErrorBody]))
 
 /** The OpenAPI tag of the token API: the routes of the original API, listed first. */
+export const leakTag = {
+  name: 'leaks',
+  description:
+    'Tessera: reports of leaked tokens, from GitHub secret scanning (signed) and from anyone ' +
+    "(GitHub's credential revocation shape). A live token reported is revoked or flagged.",
+}
+
 export const tokenApiTag = {
   name: 'tokens',
   description: [

@@ -539,6 +539,7 @@ describe('the OpenAPI document', () => {
       '/admin/v1/audit',
       '/admin/v1/events',
       '/admin/v1/introspect',
+      '/admin/v1/leaks',
       '/admin/v1/webhooks',
       '/admin/v1/webhooks/{id}',
       '/admin/v1/webhooks/{id}/deliveries',
@@ -546,7 +547,7 @@ describe('the OpenAPI document', () => {
       '/admin/v1/webhooks/{id}/secret',
     ])
     const operations = adminPaths.flatMap((p) => Object.values(doc.paths[p]))
-    expect(operations).toHaveLength(27)
+    expect(operations).toHaveLength(28)
     for (const op of operations as { tags: string[]; security: unknown; responses: object }[]) {
       expect(op.tags).toEqual(['admin'])
       expect(op.security).toEqual([{ operatorKey: [] }])
@@ -559,6 +560,7 @@ describe('the OpenAPI document', () => {
     // The token API first (the renderer at /docs lists tags in this order), then the admin API.
     expect(doc.tags).toEqual([
       { name: 'tokens', description: expect.stringContaining('`access_token` query parameter') },
+      { name: 'leaks', description: expect.stringContaining('GitHub secret scanning') },
       { name: 'admin', description: expect.stringContaining('rel="next"') },
     ])
     const list = doc.paths['/tokens/v2/{username}'].get

@@ -132,6 +132,8 @@ describe('routes', () => {
     // The admin API's paths: test/http/admin.test.ts.
     const tokenApi = Object.keys(doc.paths).filter((p) => !p.startsWith('/admin/v1/'))
     expect(tokenApi.sort()).toEqual([
+      '/leaks/v1/github',
+      '/leaks/v1/revoke',
       '/scopes/v1/{username}',
       '/tokens/v2',
       '/tokens/v2/{username}',

@@ -11,6 +11,7 @@ const actions: Record<AuditAction, string> = {
   'token.updated': 'Token updated',
   'token.deleted': 'Token deleted',
   'token.rolled': 'Token rolled',
+  'token.leaked': 'Token reported leaked',
   'account.created': 'Account created',
   'account.changed': 'Plan or features changed',
   'account.disabled': 'Account disabled',

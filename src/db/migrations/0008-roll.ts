@@ -5,6 +5,15 @@ import { type Kysely, PostgresAdapter } from 'kysely'
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.alterTable('tokens').addColumn('retires', 'varchar(24)').execute()
   await db.schema.createIndex('tokens_retiring').on('tokens').column('retires').execute()
+  // A live token reported leaked and kept (a restricted pk): when, for the dashboard's banner.
+  await db.schema.alterTable('tokens').addColumn('leaked', 'varchar(24)').execute()
+  // Leak reports already handled, by the SHA-256 of their body: a replay is answered as before.
+  await db.schema
+    .createTable('leak_reports')
+    .addColumn('body_hash', 'varchar(64)', (c) => c.primaryKey())
+    .addColumn('at', 'varchar(24)', (c) => c.notNull())
+    .addColumn('answer', 'text', (c) => c.notNull())
+    .execute()
   // SQLite: token changes made by another process (the CLI rolls, deletes), for the server to
   // read (PostgreSQL tells its instances with NOTIFY instead).
   if (!(db.getExecutor().adapter instanceof PostgresAdapter)) {
@@ -19,6 +28,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropTable('token_changes').ifExists().execute()
+  await db.schema.dropTable('leak_reports').execute()
+  await db.schema.alterTable('tokens').dropColumn('leaked').execute()
   await db.schema.dropIndex('tokens_retiring').execute()
   await db.schema.alterTable('tokens').dropColumn('retires').execute()
 }

@@ -7,6 +7,7 @@ import { accountRoutes } from './accounts.js'
 import { auditRoutes } from './audit.js'
 import { eventRoutes } from './events.js'
 import { introspectRoutes } from './introspect.js'
+import { leakAdminRoutes } from './leaks.js'
 import { memberRoutes } from './members.js'
 import { adminTag, securitySchemes } from './schemas.js'
 import { accountTokenRoutes } from './tokens.js'
@@ -75,6 +76,7 @@ export function adminRoutes(app: FastifyInstance, ctx: AppContext): void {
       eventRoutes(admin, ctx)
       webhookRoutes(admin, ctx)
       memberRoutes(admin, ctx)
+      leakAdminRoutes(admin, ctx)
     },
     { prefix: '/admin/v1' },
   )

@@ -1,0 +1,179 @@
+import { createHash, verify as verifySignature } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import type { AccountService } from '../accounts/service.js'
+import { type Actor, auditEvent } from '../audit/events.js'
+import { auditRepo } from '../db/audit.js'
+import type { Db } from '../db/database.js'
+import { tokensRepo } from '../db/repositories.js'
+import { isoTime } from './rules.js'
+import type { TokenService } from './service.js'
+
+/**
+ * What happens to a live token reported leaked: `auto` revokes an sk, and a pk unless it is
+ * restricted (allowed URLs or IPs: then it is flagged); `revoke` always revokes; `flag` never.
+ */
+export type LeakPolicy = 'auto' | 'revoke' | 'flag'
+
+export interface LeakReport {
+  token: unknown
+  url?: unknown
+  source?: unknown
+}
+
+export interface LeakOutcome {
+  /** SHA-256 (hex) of the reported string: the answer never echoes a token. */
+  tokenHash: string
+  /** A live Tessera token (GitHub's `true_positive`). */
+  live: boolean
+  action: 'revoked' | 'flagged' | 'none'
+}
+
+export const maxLeakReports = 1000
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
+const clip = (value: unknown, max: number) =>
+  typeof value === 'string' && value !== '' ? value.slice(0, max) : undefined
+
+/**
+ * Leaked tokens: reports from GitHub's secret scanning (signed), an operator's scanners (admin
+ * API) or anyone (unauthenticated); a live token is revoked or flagged at once, audited with
+ * where it was found (`token.leaked`, also an event of the stream and webhooks).
+ */
+export class LeakService {
+  private readonly keys: Map<string, string>
+
+  constructor(
+    private readonly db: Db,
+    private readonly tokens: TokenService,
+    private readonly accounts: AccountService,
+    private readonly policy: LeakPolicy,
+    keysFile: string | undefined,
+  ) {
+    this.keys = keysFile === undefined ? new Map() : readKeys(keysFile)
+  }
+
+  /** Whether reports in GitHub's shape can be checked (LEAK_REPORT_KEYS is set). */
+  get acceptsGithub(): boolean {
+    return this.keys.size > 0
+  }
+
+  /** GitHub's signature over the raw body (ECDSA P-256, SHA-256, DER, base64). */
+  signedByGithub(body: string, keyId: string | undefined, signature: string | undefined): boolean {
+    const key = keyId === undefined ? undefined : this.keys.get(keyId)
+    if (key === undefined || signature === undefined) return false
+    try {
+      return verifySignature(
+        'sha256',
+        Buffer.from(body),
+        { key, dsaEncoding: 'der' },
+        Buffer.from(signature, 'base64'),
+      )
+    } catch {
+      return false
+    }
+  }
+
+  /** The answer given to a body seen before (a replay), if it was. */
+  async seen(body: string): Promise<string | undefined> {
+    const row = await this.db
+      .selectFrom('leak_reports')
+      .select('answer')
+      .where('body_hash', '=', sha256(body))
+      .executeTakeFirst()
+    return row?.answer
+  }
+
+  async remember(body: string, answer: string): Promise<void> {
+    await this.db
+      .insertInto('leak_reports')
+      .values({ body_hash: sha256(body), at: isoTime(this.tokens.now()), answer })
+      .onConflict((oc) => oc.column('body_hash').doNothing())
+      .execute()
+  }
+
+  /**
+   * Handles reports, one at a time in order: an entry that is not a string, not a token or not
+   * live is answered as such and the rest go on. A token reported twice is handled once.
+   */
+  async report(reports: LeakReport[], via: string, actor: Actor): Promise<LeakOutcome[]> {
+    const handled = new Map<string, LeakOutcome>()
+    const outcomes: LeakOutcome[] = []
+    for (const report of reports.slice(0, maxLeakReports)) {
+      const token = typeof report?.token === 'string' ? report.token : undefined
+      const tokenHash = sha256(token ?? JSON.stringify(report?.token ?? null))
+      const earlier = handled.get(tokenHash)
+      if (earlier !== undefined) {
+        outcomes.push(earlier)
+        continue
+      }
+      const outcome =
+        token === undefined || token.length > 4096
+          ? { tokenHash, live: false, action: 'none' as const }
+          : await this.handle(token, tokenHash, report, via, actor)
+      handled.set(tokenHash, outcome)
+      outcomes.push(outcome)
+    }
+    return outcomes
+  }
+
+  private async handle(
+    token: string,
+    tokenHash: string,
+    report: LeakReport,
+    via: string,
+    actor: Actor,
+  ): Promise<LeakOutcome> {
+    const validation = await this.tokens.validate(token)
+    if (validation.code !== 'TokenValid') return { tokenHash, live: false, action: 'none' }
+    const { principal } = validation
+    const account = await this.accounts.find(principal.username)
+    // A temporary token is not stored: it cannot be revoked, only run out (an hour at most).
+    if (principal.tokenId === undefined || account === undefined) {
+      return { tokenHash, live: true, action: 'none' }
+    }
+    const record = await tokensRepo.find(this.db, principal.tokenId)
+    if (record === undefined) return { tokenHash, live: false, action: 'none' }
+    const restricted = record.allowedUrls !== null || (record.allowedIps ?? null) !== null
+    const revoke =
+      this.policy === 'revoke' || (this.policy === 'auto' && (record.usage === 'sk' || !restricted))
+    const details: Record<string, unknown> = { action: revoke ? 'revoked' : 'flagged', via }
+    const url = clip(report.url, 2048)
+    const source = clip(report.source, 64)
+    if (url !== undefined) details.url = url
+    if (source !== undefined) details.source = source
+    const at = this.tokens.now()
+    const target = { type: 'token' as const, id: record.id }
+    const event = auditEvent(at, 'token.leaked', actor, target, account.username, details)
+    if (revoke && record.isDefault) {
+      // The default token cannot go: it is rolled, its leaked string ending now.
+      await this.tokens.roll(account, this.accounts.holder(account), record.id, {}, actor)
+      await auditRepo.insert(this.db, event)
+      return { tokenHash, live: true, action: 'revoked' }
+    }
+    await this.db.transaction().execute(async (trx) => {
+      if (revoke) await tokensRepo.delete(trx, account.username, record.id)
+      else await tokensRepo.flagLeaked(trx, record.id, isoTime(at))
+      await auditRepo.insert(trx, event)
+      await this.tokens.notifyChanged(trx, [record.id])
+    })
+    this.tokens.forget([record.id])
+    return { tokenHash, live: true, action: revoke ? 'revoked' : 'flagged' }
+  }
+}
+
+/**
+ * GitHub's public keys document (`{"public_keys": [{"key_identifier", "key", "is_current"}]}`),
+ * read from a file at start: nothing is fetched at run time.
+ */
+function readKeys(file: string): Map<string, string> {
+  const doc = JSON.parse(readFileSync(file, 'utf8')) as {
+    public_keys?: { key_identifier?: unknown; key?: unknown }[]
+  }
+  const keys = new Map<string, string>()
+  for (const k of doc.public_keys ?? []) {
+    if (typeof k.key_identifier === 'string' && typeof k.key === 'string') {
+      keys.set(k.key_identifier, k.key)
+    }
+  }
+  if (keys.size === 0) throw new Error(`${file}: no public_keys with key_identifier and key`)
+  return keys
+}

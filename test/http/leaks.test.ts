@@ -1,0 +1,230 @@
+import { createHash, generateKeyPairSync, sign } from 'node:crypto'
+import { writeFileSync } from 'node:fs'
+import path from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { all, call, type Harness, harness } from '../helpers.js'
+import { admin, adminEnv } from './admin-client.js'
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
+
+/** The test's own P-256 key, in the file GitHub's public keys document would be. */
+const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' })
+const keyId = 'test-key-1'
+
+describe('leaked tokens', () => {
+  let h: Harness
+  let writer: string
+
+  beforeEach(async () => {
+    const dir = (await import('node:fs')).mkdtempSync(
+      path.join((await import('node:os')).tmpdir(), 'tessera-leaks-'),
+    )
+    const keys = path.join(dir, 'github-keys.json')
+    writeFileSync(
+      keys,
+      JSON.stringify({
+        public_keys: [
+          {
+            key_identifier: keyId,
+            key: publicKey.export({ type: 'spki', format: 'pem' }),
+            is_current: true,
+          },
+        ],
+      }),
+    )
+    h = await harness({ ...adminEnv, LEAK_REPORT_KEYS: keys })
+    writer = (await h.token('alice', [...all, 'styles:read'])).token
+  })
+  afterEach(() => h.close())
+
+  const github = (body: string, signature?: string, id = keyId) =>
+    h.app.inject({
+      method: 'POST',
+      url: '/leaks/v1/github',
+      payload: body,
+      headers: {
+        'content-type': 'application/json',
+        'github-public-key-identifier': id,
+        'github-public-key-signature':
+          signature ?? sign('sha256', Buffer.from(body), privateKey).toString('base64'),
+      },
+    })
+  const retrieve = async (token: string) =>
+    (await call(h.app, 'GET', '/tokens/v2', token)).body.code
+
+  it("takes GitHub's signed reports: revokes live sk and pk, flags a restricted pk, labels each", async () => {
+    const sk = await h.token('alice', ['styles:read', 'tokens:read'])
+    const pk = await h.token('alice', ['styles:read'])
+    const restricted = await h.token('alice', ['styles:read'], { allowedUrls: ['example.com'] })
+    const deleted = await h.token('alice', ['styles:read'])
+    await call(h.app, 'DELETE', `/tokens/v2/alice/${deleted.id}`, writer)
+    const entries = [
+      {
+        token: sk.token,
+        type: 'tessera_secret',
+        url: 'https://github.com/x/y/blob/main/a',
+        source: 'content',
+      },
+      { token: pk.token, type: 'tessera_public', url: 'https://github.com/x/y', source: 'commit' },
+      {
+        token: restricted.token,
+        type: 'tessera_public',
+        url: 'https://github.com/x/z',
+        source: 'content',
+      },
+      {
+        token: deleted.token,
+        type: 'tessera_public',
+        url: 'https://github.com/x/d',
+        source: 'content',
+      },
+      {
+        token: 'ghp_notours0123456789',
+        type: 'other_issuer',
+        url: 'https://github.com/x/o',
+        source: 'content',
+      },
+      { token: 42, type: 'broken' },
+    ]
+    const body = JSON.stringify(entries)
+    const res = await github(body)
+    expect(res.statusCode).toBe(200)
+    expect(res.json()).toEqual([
+      { token_hash: sha256(sk.token), token_type: 'tessera_secret', label: 'true_positive' },
+      { token_hash: sha256(pk.token), token_type: 'tessera_public', label: 'true_positive' },
+      {
+        token_hash: sha256(restricted.token),
+        token_type: 'tessera_public',
+        label: 'true_positive',
+      },
+      { token_hash: sha256(deleted.token), token_type: 'tessera_public', label: 'false_positive' },
+      {
+        token_hash: sha256('ghp_notours0123456789'),
+        token_type: 'other_issuer',
+        label: 'false_positive',
+      },
+      { token_hash: sha256('42'), token_type: 'broken', label: 'false_positive' },
+    ])
+    expect(await retrieve(sk.token)).toBe('TokenRevoked')
+    expect(await retrieve(pk.token)).toBe('TokenRevoked')
+    expect(await retrieve(restricted.token)).toBe('TokenValid')
+    const events = (await admin(h.app, 'GET', '/accounts/alice/audit?action=token.leaked')).body
+    expect(
+      events.map((e: { target: { id: string }; details: unknown }) => [e.target.id, e.details]),
+    ).toEqual([
+      [
+        restricted.id,
+        { action: 'flagged', via: 'github', url: 'https://github.com/x/z', source: 'content' },
+      ],
+      [
+        pk.id,
+        { action: 'revoked', via: 'github', url: 'https://github.com/x/y', source: 'commit' },
+      ],
+      [
+        sk.id,
+        {
+          action: 'revoked',
+          via: 'github',
+          url: 'https://github.com/x/y/blob/main/a',
+          source: 'content',
+        },
+      ],
+    ])
+
+    // The same body again: the same answer, nothing done twice.
+    const replay = await github(body)
+    expect(replay.statusCode).toBe(200)
+    expect(replay.json()).toEqual(res.json())
+    expect(
+      (await admin(h.app, 'GET', '/accounts/alice/audit?action=token.leaked')).body,
+    ).toHaveLength(3)
+  })
+
+  it('refuses a bad signature and an unknown key id with 401, and revokes nothing', async () => {
+    const sk = await h.token('alice', ['styles:read', 'tokens:read'])
+    const body = JSON.stringify([{ token: sk.token, type: 't', url: 'u', source: 's' }])
+    const other = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey
+    const forged = sign('sha256', Buffer.from(body), other).toString('base64')
+    for (const res of [
+      await github(body, forged),
+      await github(body, undefined, 'unknown'),
+      await github(body, 'AAAA'),
+    ]) {
+      expect(res.statusCode).toBe(401)
+      expect(res.json()).toEqual({ message: 'Unauthorized' })
+    }
+    // A signature over another body does not cover this one.
+    const signedElse = sign('sha256', Buffer.from('[]'), privateKey).toString('base64')
+    expect((await github(body, signedElse)).statusCode).toBe(401)
+    expect(await retrieve(sk.token)).toBe('TokenValid')
+  })
+
+  it('handles 1,000 tokens in one report', async () => {
+    const live = await h.token('alice', ['styles:read', 'tokens:read'])
+    const entries = Array.from({ length: 1000 }, (_, i) => ({
+      token: i === 500 ? live.token : `sk.${'x'.repeat(40)}${i}.sig`,
+      type: 'tessera_secret',
+      url: `https://github.com/x/${i}`,
+      source: 'content',
+    }))
+    const started = performance.now()
+    const res = await github(JSON.stringify(entries))
+    const ms = performance.now() - started
+    expect(res.statusCode).toBe(200)
+    const labels = res.json().map((f: { label: string }) => f.label)
+    expect(labels.filter((l: string) => l === 'true_positive')).toHaveLength(1)
+    expect(labels[500]).toBe('true_positive')
+    expect(ms).toBeLessThan(10_000)
+    const tooMany = JSON.stringify(Array.from({ length: 1001 }, () => ({ token: 'x' })))
+    expect((await github(tooMany)).statusCode).toBe(422)
+  })
+
+  it("takes an operator's scanners through the admin API, and anyone's report with 202", async () => {
+    const sk = await h.token('alice', ['styles:read', 'tokens:read'])
+    const pk = await h.token('alice', ['styles:read'], { allowedUrls: ['example.com'] })
+    const res = await admin(h.app, 'POST', '/leaks', {
+      tokens: [sk.token, 'nothing'],
+      url: 'https://paste.example/1',
+      source: 'our-scanner',
+    })
+    expect(res.status).toBe(200)
+    expect(res.body).toEqual([
+      { token_hash: sha256(sk.token), label: 'true_positive', action: 'revoked' },
+      { token_hash: sha256('nothing'), label: 'false_positive', action: 'none' },
+    ])
+    expect(await retrieve(sk.token)).toBe('TokenRevoked')
+
+    const anyone = (credentials: unknown) =>
+      h.app.inject({
+        method: 'POST',
+        url: '/leaks/v1/revoke',
+        payload: JSON.stringify({ credentials }),
+        headers: { 'content-type': 'application/json' },
+      })
+    for (const credentials of [[pk.token], ['not a token'], []]) {
+      const r = await anyone(credentials)
+      expect([r.statusCode, r.body]).toEqual([202, ''])
+    }
+    // A restricted pk is flagged, not revoked.
+    expect(await retrieve(pk.token)).toBe('TokenValid')
+    const leaked = (await admin(h.app, 'GET', '/accounts/alice/audit?action=token.leaked')).body
+    expect(
+      leaked.map((e: { details: { action: string; via: string } }) => [
+        e.details.via,
+        e.details.action,
+      ]),
+    ).toEqual([
+      ['public', 'flagged'],
+      ['admin', 'revoked'],
+    ])
+  })
+
+  it('rolls a leaked default token: the old string ends, the account keeps a default', async () => {
+    const res = await admin(h.app, 'POST', '/leaks', { tokens: [h.alice.defaultToken.token] })
+    expect(res.body[0]).toMatchObject({ label: 'true_positive', action: 'revoked' })
+    expect(await retrieve(h.alice.defaultToken.token as string)).toBe('TokenRevoked')
+    const defaults = (await call(h.app, 'GET', '/tokens/v2/alice?default=true', writer)).body
+    expect(defaults).toHaveLength(1)
+    expect(defaults[0].id).not.toBe(h.alice.defaultToken.id)
+  })
+})
