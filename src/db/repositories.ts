@@ -201,6 +201,17 @@ export const tokensRepo = {
       .execute()
   },
 
+  /** The account's tokens reported leaked and kept, with when. */
+  async leakedOf(db: Executor, username: string): Promise<Map<string, string>> {
+    const rows = await db
+      .selectFrom('tokens')
+      .select(['id', 'leaked'])
+      .where('username', '=', username)
+      .where('leaked', 'is not', null)
+      .execute()
+    return new Map(rows.map((r) => [r.id, r.leaked as string]))
+  },
+
   /** Marks a token reported leaked and kept. */
   async flagLeaked(db: Executor, id: string, at: string): Promise<void> {
     await db.updateTable('tokens').set({ leaked: at }).where('id', '=', id).execute()

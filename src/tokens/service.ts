@@ -359,6 +359,11 @@ export class TokenService {
     return this.view(record)
   }
 
+  /** The account's tokens reported leaked and kept (flagged): id → when. */
+  async leaked(account: AccountRecord): Promise<Map<string, string>> {
+    return tokensRepo.leakedOf(this.db, account.username)
+  }
+
   /** A rolled token's end (epoch ms), from the cache or the database; undefined if none. */
   async retiresAt(id: string): Promise<number | undefined> {
     const record = this.cache.get(id) ?? (await tokensRepo.find(this.db, id))

@@ -2,8 +2,10 @@ import { createHash, generateKeyPairSync, sign } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { cliActor } from '../../src/audit/events.js'
 import { all, call, type Harness, harness } from '../helpers.js'
 import { admin, adminEnv } from './admin-client.js'
+import { DashboardClient } from './dashboard-client.js'
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 
@@ -217,6 +219,28 @@ describe('leaked tokens', () => {
       ['public', 'flagged'],
       ['admin', 'revoked'],
     ])
+  })
+
+  it('shows the account and the token a banner for a leaked token it keeps', async () => {
+    const pk = await h.token('alice', ['styles:read'], {
+      note: 'website',
+      allowedUrls: ['example.com'],
+    })
+    const b = new DashboardClient(h.app)
+    const link = await h.ctx.holders.invite('alice', cliActor)
+    const password = 'correct horse battery staple'
+    await b.post(`/account/setup/${link}`, { password, confirm: password })
+    expect((await b.get('/account')).body).not.toContain('reported leaked')
+    await admin(h.app, 'POST', '/leaks', { tokens: [pk.token] })
+    const page = await b.get('/account')
+    expect(page.body).toContain(
+      `<strong>1 token was reported leaked</strong>: found where others can see it. Roll it and give your applications the new strings: <a href="/account/tokens/${pk.id}">website</a>.`,
+    )
+    const token = await b.get(`/account/tokens/${pk.id}`)
+    expect(token.body).toContain('<strong>This token was reported leaked</strong>')
+    // Rolled: the new token carries no flag, and the old one ends.
+    await b.post(`/account/tokens/${pk.id}/roll`, { when: 'now' })
+    expect((await b.get('/account')).body).not.toContain('reported leaked')
   })
 
   it('rolls a leaked default token: the old string ends, the account keeps a default', async () => {

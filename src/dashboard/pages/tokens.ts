@@ -33,7 +33,9 @@ export function tokenPages(app: FastifyInstance, { ctx }: DashboardDeps) {
     }
     const notice = q.done === 'deleted' ? 'Token deleted.' : undefined
     const lastUsed = await ctx.usage.lastUsed(page.tokens.map((t) => t.id))
-    return sendPage(reply, tokensView({ signedIn, ...page, lastUsed, now: tokens.now(), notice }))
+    const leaked = await tokens.leaked(account)
+    const view = tokensView({ signedIn, ...page, lastUsed, now: tokens.now(), notice, leaked })
+    return sendPage(reply, view)
   })
 
   app.get('/tokens/new', developers, async (request, reply) => {
@@ -80,7 +82,8 @@ export function tokenPages(app: FastifyInstance, { ctx }: DashboardDeps) {
       allowedIps: (token.allowedIps ?? []).join('\n'),
     }
     const scopes = scopesOf(account)
-    return tokenPageView({ ...view, values, token, scopes, usage, now: tokens.now() })
+    const leakedAt = (await tokens.leaked(account)).get(token.id)
+    return tokenPageView({ ...view, values, token, scopes, usage, now: tokens.now(), leakedAt })
   }
 
   app.get('/tokens/:id', async (request, reply) => {

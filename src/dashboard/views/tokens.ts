@@ -23,7 +23,10 @@ export function tokensView(v: {
   /** The service clock: what `unused for 90 days` is measured from. */
   now: number
   notice?: string
+  /** Tokens of the account reported leaked and kept: id → when. */
+  leaked?: ReadonlyMap<string, string>
 }) {
+  const leakedHere = v.tokens.filter((t) => v.leaked?.has(t.id))
   const row = (t: TokenView, i: number) => html`<tr>
   <th scope="row">
     <a href="/account/tokens/${t.id}">${tokenName(t)}</a>${t.default ? html` <span class="badge">default</span>` : ''}
@@ -45,7 +48,11 @@ export function tokensView(v: {
 </nav>`
   return layout(
     { title: 'Access tokens', signedIn: v.signedIn, section: 'tokens' },
-    html`${notice(v.notice)}
+    html`${
+      (v.leaked?.size ?? 0) === 0
+        ? ''
+        : html`<div role="alert" class="error leak"><p><strong>${String(v.leaked?.size)} token${v.leaked?.size === 1 ? ' was' : 's were'} reported leaked</strong>: found where others can see ${v.leaked?.size === 1 ? 'it' : 'them'}. Roll ${v.leaked?.size === 1 ? 'it' : 'them'} and give your applications the new strings${leakedHere.length === 0 ? '.' : html`: ${leakedHere.map((t, i) => html`${i > 0 ? ', ' : ''}<a href="/account/tokens/${t.id}">${tokenName(t)}</a>`)}.`}</p></div>`
+    }${notice(v.notice)}
 <p class="lead">Tokens let your applications call the API. Public tokens (pk) may be used in web pages; secret tokens (sk) belong on your servers.</p>
 ${
   v.signedIn.role === 'viewer'
@@ -110,8 +117,14 @@ export function newTokenView(v: {
   )
 }
 
+/** A leaked token kept (restricted): the holder is told, and what to do. */
+const leakBanner = (at: string) =>
+  html`<div role="alert" class="error leak"><p><strong>This token was reported leaked</strong> (${time(at)}): it was found where others can see it. Roll it below and give your applications the new string.</p></div>`
+
 export function tokenPageView(v: {
   signedIn: SignedIn
+  /** When it was reported leaked and kept (a restricted pk). */
+  leakedAt?: string
   token: TokenView
   scopes: readonly Scope[]
   values: TokenFormValues
@@ -124,7 +137,7 @@ export function tokenPageView(v: {
   const t = v.token
   return layout(
     { title: t.note !== '' ? t.note : t.id, signedIn: v.signedIn, section: 'tokens' },
-    html`${notice(v.notice)}${alert(v.error)}
+    html`${v.leakedAt === undefined ? '' : leakBanner(v.leakedAt)}${notice(v.notice)}${alert(v.error)}
 <dl class="facts">
   <dt>Id</dt><dd><code>${t.id}</code></dd>
   <dt>Usage</dt><dd>${t.usage === 'pk' ? 'public (pk)' : 'secret (sk)'}${t.default ? ', the default token' : ''}</dd>
