@@ -21,7 +21,7 @@ import { RedisRateLimiter } from './ratelimit/redis.js'
 import { ScopeCatalog } from './scopes/catalog.js'
 import { TokenCache } from './tokens/cache.js'
 import { Keyring } from './tokens/keyring.js'
-import { LeakService } from './tokens/leaks.js'
+import { LeakService, readLeakKeys } from './tokens/leaks.js'
 import { isoTime } from './tokens/rules.js'
 import { TokenService } from './tokens/service.js'
 import { UsageCounter } from './tokens/usage.js'
@@ -134,6 +134,12 @@ export async function createContext(
   const adminKeys = AdminKeys.open(config, (err) =>
     log.warn({ err: (err as Error).message }, 'admin key file unusable: no operator key is valid'),
   )
+  let leakKeys: Map<string, string> | undefined
+  try {
+    leakKeys = config.leaks.keysFile === undefined ? undefined : readLeakKeys(config.leaks.keysFile)
+  } catch (err) {
+    throw new ConfigError(`LEAK_REPORT_KEYS cannot be used: ${systemReason(err)}`)
+  }
   const db = createDatabase(config.db)
   let ready = false
   let stopped = false
@@ -200,13 +206,7 @@ export async function createContext(
   const accounts = new AccountService(db, catalog, tokens)
   const holders = new HolderService(db, accounts, tokens.now)
   const members = new MemberService(db, accounts, tokens.now, config.dashboard.portalReturnOrigins)
-  let leaks: LeakService
-  try {
-    leaks = new LeakService(db, tokens, accounts, config.leaks.policy, config.leaks.keysFile)
-  } catch (err) {
-    await db.destroy()
-    throw new ConfigError(`LEAK_REPORT_KEYS cannot be used: ${systemReason(err)}`)
-  }
+  const leaks = new LeakService(db, tokens, accounts, config.leaks.policy, leakKeys)
   const factors = new FactorService(db, keyring, tokens.now, config.dashboard.require2fa)
   const rateLimiter = config.redis
     ? new RedisRateLimiter(config.redis.url, config.redis.keyPrefix, config.rateLimitPerMinute, log)

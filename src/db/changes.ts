@@ -38,6 +38,7 @@ export function sqliteChanges(db: Db, log: Logger): TokenChanges {
   let timer: NodeJS.Timeout | undefined
   let last = 0
   let polls = 0
+  let closed = false
   const poll = async (changed: (id: string) => void) => {
     const rows = await db
       .selectFrom('token_changes')
@@ -68,7 +69,9 @@ export function sqliteChanges(db: Db, log: Logger): TokenChanges {
           .selectFrom('token_changes')
           .select((eb) => eb.fn.max('seq').as('seq'))
           .executeTakeFirst()
+          .catch(() => undefined)
         last = Number(top?.seq ?? 0)
+        if (closed) return
         timer = setInterval(() => {
           poll(changed).catch((err) =>
             log.warn({ err: (err as Error).message }, 'reading token changes failed'),
@@ -78,6 +81,7 @@ export function sqliteChanges(db: Db, log: Logger): TokenChanges {
       })()
     },
     async close() {
+      closed = true
       clearInterval(timer)
     },
   }

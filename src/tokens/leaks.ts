@@ -46,9 +46,9 @@ export class LeakService {
     private readonly tokens: TokenService,
     private readonly accounts: AccountService,
     private readonly policy: LeakPolicy,
-    keysFile: string | undefined,
+    keys: Map<string, string> | undefined,
   ) {
-    this.keys = keysFile === undefined ? new Map() : readKeys(keysFile)
+    this.keys = keys ?? new Map()
   }
 
   /** Whether reports in GitHub's shape can be checked (LEAK_REPORT_KEYS is set). */
@@ -164,7 +164,7 @@ export class LeakService {
  * GitHub's public keys document (`{"public_keys": [{"key_identifier", "key", "is_current"}]}`),
  * read from a file at start: nothing is fetched at run time.
  */
-function readKeys(file: string): Map<string, string> {
+export function readLeakKeys(file: string): Map<string, string> {
   const doc = JSON.parse(readFileSync(file, 'utf8')) as {
     public_keys?: { key_identifier?: unknown; key?: unknown }[]
   }

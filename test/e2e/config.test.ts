@@ -179,6 +179,16 @@ const cases: Case[] = [
     line: /^PORTAL_RETURN_ORIGINS: not an https:\/\/ origin: "http:\/\/app\.example"$/,
   },
   {
+    what: 'LEAKED_TOKENS',
+    env: () => ({ LEAKED_TOKENS: 'ignore' }),
+    line: /^LEAKED_TOKENS must be auto, revoke or flag, got "ignore"$/,
+  },
+  {
+    what: 'LEAK_REPORT_KEYS missing',
+    env: () => ({ LEAK_REPORT_KEYS: '/nonexistent/github-keys.json' }),
+    line: /^LEAK_REPORT_KEYS cannot be used: /,
+  },
+  {
     what: 'SIGNING_KEYS',
     env: () => ({ SIGNING_KEYS: 'junk' }),
     line: /^SIGNING_KEYS must be a comma-separated list of id:base64secret$/,

@@ -243,6 +243,29 @@ describe('leaked tokens', () => {
     expect((await b.get('/account')).body).not.toContain('reported leaked')
   })
 
+  it('matches every Tessera token with the regular expressions the docs publish', async () => {
+    const docs = (await import('node:fs')).readFileSync(
+      path.join(import.meta.dirname, '../../docs/api.md'),
+      'utf8',
+    )
+    const [permanent, temporary] = [...docs.matchAll(/^(?:pk and sk|tk):\s+(\S+)$/gm)].map(
+      (m) => new RegExp(m[1] as string),
+    )
+    const sk = await h.token('alice', ['styles:read', 'tokens:write'])
+    const pk = await h.token('alice', ['styles:read'])
+    const tk = (
+      await call(h.app, 'POST', '/tokens/v2/alice', writer, {
+        scopes: ['styles:read'],
+        expires: new Date(h.clock.now + 60_000).toISOString(),
+      })
+    ).body.token
+    for (const token of [sk.token, pk.token]) {
+      expect(permanent?.exec(`key = "${token}"`)?.[0]).toBe(token)
+    }
+    expect(temporary?.exec(`TOKEN=${tk}\n`)?.[0]).toBe(tk)
+    expect(permanent?.test('sk.abc.def')).toBe(false)
+  })
+
   it('rolls a leaked default token: the old string ends, the account keeps a default', async () => {
     const res = await admin(h.app, 'POST', '/leaks', { tokens: [h.alice.defaultToken.token] })
     expect(res.body[0]).toMatchObject({ label: 'true_positive', action: 'revoked' })
