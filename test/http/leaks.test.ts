@@ -133,6 +133,14 @@ describe('leaked tokens', () => {
       ],
     ])
 
+    // Events of the stream and webhooks too: written to the outbox with the audit.
+    const outbox = await h.ctx.db
+      .selectFrom('event_outbox')
+      .select('action')
+      .where('action', '=', 'token.leaked')
+      .execute()
+    expect(outbox).toHaveLength(3)
+
     // The same body again: the same answer, nothing done twice.
     const replay = await github(body)
     expect(replay.statusCode).toBe(200)
