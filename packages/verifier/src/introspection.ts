@@ -117,7 +117,10 @@ export function entryOf(token: string, body: unknown, times: EntryTimes): Entry 
   }
 }
 
-/** Whether an address is in one of Tessera's ranges; an IPv4-mapped IPv6 address counts as IPv4. */
+/**
+ * Whether an address is in one of Tessera's ranges; an IPv4-mapped IPv6 address counts as IPv4.
+ * The same as Tessera's own (src/tokens/rules.ts): this package is published on its own.
+ */
 export function ipMatcher(ranges: readonly string[]): (ip: string) => boolean {
   const list = new BlockList()
   for (const range of ranges) {
