@@ -133,6 +133,12 @@ export class Metrics {
         [],
         () => [[{}, rateLimiter.errors]],
       )
+      counter(
+        'tessera_redis_rate_limit_calls_total',
+        'Round trips to Redis for rate-limit counts and leases',
+        [],
+        () => [[{}, rateLimiter.calls]],
+      )
       gauge('tessera_redis_up', '1 while rate limits are counted in Redis', () =>
         Number(rateLimiter.shared),
       )

@@ -1,13 +1,16 @@
+import fc from 'fast-check'
+import { Redis } from 'ioredis'
 import { pino } from 'pino'
 import { afterAll, describe, expect, it } from 'vitest'
-import { RedisRateLimiter } from '../../src/ratelimit/redis.js'
+import { windowOf } from '../../src/ratelimit/limiter.js'
+import { leaseMax, leaseReserve, leaseShare, RedisRateLimiter } from '../../src/ratelimit/redis.js'
 import { fleetEnv } from './env.js'
 
 const fleet = fleetEnv()
 const log = pino({ level: 'silent' })
 const limiters: RedisRateLimiter[] = []
-const limiter = () => {
-  const l = new RedisRateLimiter(fleet.redisUrl, fleet.prefix, 5, log)
+const limiter = (limit = 5) => {
+  const l = new RedisRateLimiter(fleet.redisUrl, fleet.prefix, limit, log)
   limiters.push(l)
   return l
 }
@@ -42,4 +45,118 @@ describe('Redis rate limiting', () => {
     )
     expect(results.filter((r) => r.allowed)).toHaveLength(5)
   })
+
+  it('takes a lease for a busy key: its later requests are answered without a round trip', async () => {
+    const l = limiter(1000)
+    await ready(l)
+    const now = Date.now()
+    // 20 requests in one turn: one round trip grants them and a lease of half their rate.
+    const first = await Promise.all(Array.from({ length: 20 }, () => l.hit('busy', now)))
+    expect(first.every((r) => r.allowed)).toBe(true)
+    expect(l.unspent('busy')).toBe(10)
+    const calls = l.calls
+    const next = Array.from({ length: 5 }, () => l.hit('busy', now))
+    expect(next.every((r) => !(r instanceof Promise) && r.allowed)).toBe(true)
+    expect(l.unspent('busy')).toBe(5)
+    expect(l.calls).toBe(calls + 1) // at half the lease, one refill in the background
+    await l.idle()
+    // The refill is half the rate seen in the bucket (25 requests): 13 more.
+    expect(l.unspent('busy')).toBe(18)
+    const redis = new Redis(fleet.redisUrl)
+    const counted = await redis.get(`${fleet.prefix}rl:${windowOf(now, 60)}:busy`)
+    redis.disconnect()
+    expect(Number(counted)).toBe(25 + 18) // what passed and what this instance holds
+  })
+
+  it('a quiet key gets no lease: each turn is one exact count', async () => {
+    const l = limiter(1000)
+    await ready(l)
+    const now = Date.now()
+    for (let i = 0; i < 3; i++) {
+      const r = await Promise.all(Array.from({ length: 2 }, () => l.hit('quiet', now - i * 200)))
+      expect(r.map((x) => x.allowed)).toEqual([true, true])
+      expect(l.unspent('quiet')).toBe(0)
+    }
+  })
+
+  let runs = 0
+  /**
+   * The most one instance can hold unspent for a limit, as docs/operations.md states it: a lease
+   * is at most a quarter of what is left above the last 10 requests and at most 4,096, and a
+   * refill comes when half of the last is spent.
+   */
+  const holdBound = (limit: number) => {
+    const extra = Math.max(0, Math.min(4096, Math.floor((limit - 11) / 4)))
+    return extra + Math.floor(extra / 2)
+  }
+
+  const interleavings = async (limits: fc.Arbitrary<number>, burst: number, numRuns: number) => {
+    const redis = new Redis(fleet.redisUrl)
+    try {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.integer({ min: 2, max: 4 }),
+          limits,
+          fc.array(
+            fc.record({
+              instance: fc.nat(3),
+              requests: fc.integer({ min: 1, max: burst }),
+              settle: fc.boolean(),
+            }),
+            { minLength: 1, maxLength: 40 },
+          ),
+          async (count, limit, steps) => {
+            const key = `interleaved-${runs++}`
+            const instances = Array.from({ length: count }, () => limiter(limit))
+            await Promise.all(instances.map(ready))
+            const now = Date.now()
+            const redisKey = `${fleet.prefix}rl:${windowOf(now, 60)}:${key}`
+            let passed = 0
+            try {
+              for (const step of steps) {
+                const l = instances[step.instance % count] as RedisRateLimiter
+                const before = passed
+                const results = await Promise.all(
+                  Array.from({ length: step.requests }, () => l.hit(key, now)),
+                )
+                const allowed = results.filter((r) => r.allowed).length
+                passed += allowed
+                // Never more than the limit across the instances.
+                expect(passed).toBeLessThanOrEqual(limit)
+                for (const i of instances)
+                  expect(i.unspent(key)).toBeLessThanOrEqual(holdBound(limit))
+                if (allowed < step.requests) {
+                  // Refused early only by what the other instances may hold.
+                  const short = limit - (before + allowed)
+                  expect(short).toBeLessThanOrEqual((count - 1) * holdBound(limit))
+                  if (limit <= 14) expect(short).toBe(0)
+                }
+                if (step.settle) {
+                  await Promise.all(instances.map((i) => i.idle()))
+                  const held = instances.reduce((n, i) => n + i.unspent(key), 0)
+                  // Redis granted exactly what passed and what the instances still hold.
+                  expect(Number((await redis.get(redisKey)) ?? 0)).toBe(passed + held)
+                }
+              }
+            } finally {
+              await Promise.all(instances.map((i) => i.idle()))
+              for (const i of instances) await i.close()
+              limiters.splice(limiters.length - count, count)
+            }
+          },
+        ),
+        { numRuns },
+      )
+    } finally {
+      redis.disconnect()
+    }
+  }
+
+  it('property: 2-4 instances, limits 1-20, any interleaving: never over the limit, never early up to 14', async () => {
+    await interleavings(fc.integer({ min: 1, max: 20 }), 6, 60)
+  }, 60_000)
+
+  it('property: 2-4 instances, limits 20-400, bursts up to 60: refused early only by the leases others hold', async () => {
+    await interleavings(fc.integer({ min: 20, max: 400 }), 60, 40)
+  }, 60_000)
 })
