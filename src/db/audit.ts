@@ -20,7 +20,7 @@ export interface AuditFilter {
 const clip = (text: string | undefined, max: number) =>
   text === undefined ? null : text.slice(0, max)
 
-const toRow = (e: AuditEvent): AuditEventsTable => ({
+export const toRow = (e: AuditEvent): AuditEventsTable => ({
   id: e.id,
   at: e.at,
   action: e.action,
@@ -58,9 +58,10 @@ const toEvent = (row: Selectable<AuditEventsTable>): AuditEvent => {
 }
 
 /** The advisory lock that orders the outbox on PostgreSQL (any constant of our own). */
-const outboxLock = CompiledQuery.raw('select pg_advisory_xact_lock($1)', [0x7e55e4a])
+export const outboxLockId = 0x7e55e4a
+const outboxLock = CompiledQuery.raw('select pg_advisory_xact_lock($1)', [outboxLockId])
 
-const toOutboxRow = (e: AuditEvent) => ({
+export const toOutboxRow = (e: AuditEvent) => ({
   event_id: e.id,
   at: e.at,
   action: e.action,

@@ -82,7 +82,7 @@ function createPrivately(file: string) {
 function preparingStatements(pool: pg.Pool): PostgresPool {
   const names = new Map<string, string>()
   // Only the repositories' statements: migrations run DDL whose plans must not outlive it.
-  const repositoryStatement = /^(select|insert|update|delete) .*"(tokens|accounts)"/
+  const repositoryStatement = /^(select|insert|update|delete|with) [\s\S]*\b(tokens|accounts)\b/
   const nameOf = (text: string) => {
     let name = names.get(text)
     if (name === undefined && names.size < 256 && repositoryStatement.test(text)) {

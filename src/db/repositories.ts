@@ -74,7 +74,7 @@ const toToken = (row: Selectable<TokensTable>): TokenRecord => {
 }
 
 /** A record as a row; `retires` is written by `retire` alone (creates never set it). */
-const fromToken = (t: TokenRecord): Omit<TokensTable, 'retires' | 'leaked'> => ({
+export const fromToken = (t: TokenRecord): Omit<TokensTable, 'retires' | 'leaked'> => ({
   id: t.id,
   username: t.username,
   usage: t.usage,

@@ -3,6 +3,7 @@ import { type Actor, type AuditEvent, auditEvent } from '../audit/events.js'
 import { auditRepo } from '../db/audit.js'
 import { Batcher } from '../db/batcher.js'
 import { localChanges, type TokenChanges } from '../db/changes.js'
+import { insertWithEvents } from '../db/creates.js'
 import type { Db } from '../db/database.js'
 import type { AccountRecord, SortBy, TokenRecord } from '../db/repositories.js'
 import { tokensRepo } from '../db/repositories.js'
@@ -80,21 +81,18 @@ export class TokenService {
   private readonly cache: TokenCache
   private readonly changes: TokenChanges
   private readonly validator: TokenValidator
-  /** Group commit of new tokens, each with its audit event, in one transaction. */
+  /** Group commit of new tokens, each with its audit event, atomically (see insertWithEvents). */
   private readonly inserts = new Batcher<{ record: TokenRecord; event: AuditEvent }>((items) =>
-    this.db.transaction().execute(async (trx) => {
-      await tokensRepo.insertMany(
-        trx,
-        items.map((i) => i.record),
-      )
-      await auditRepo.insert(
-        trx,
-        items.map((i) => i.event),
-      )
-    }),
+    insertWithEvents(
+      this.db,
+      items.map((i) => i.record),
+      items.map((i) => i.event),
+    ),
   )
   /** Temporary tokens are not stored: only their audit events, written in groups as well. */
-  private readonly issued = new Batcher<AuditEvent>((events) => auditRepo.insert(this.db, events))
+  private readonly issued = new Batcher<AuditEvent>((events) =>
+    insertWithEvents(this.db, [], events),
+  )
   readonly now: () => number
   readonly directory: AccountDirectory
 

@@ -1,0 +1,106 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { auditEvent, cliActor } from '../../src/audit/events.js'
+import { insertWithEvents } from '../../src/db/creates.js'
+import { dialect } from '../dialect.js'
+import { all, type Harness, harness } from '../helpers.js'
+
+let h: Harness
+beforeAll(async () => {
+  h = await harness()
+})
+afterAll(async () => {
+  await h.close()
+})
+
+const outbox = () =>
+  h.ctx.db.selectFrom('event_outbox').select(['seq', 'event_id', 'action']).orderBy('seq').execute()
+
+describe('creates: the token, its audit event and its outbox row together', () => {
+  it('writes 20 concurrent creates with their events, the outbox in the order of the events', async () => {
+    const before = (await outbox()).length
+    const views = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => h.token('alice', ['styles:read'], { note: `n${i}` })),
+    )
+    const ids = views.map((v) => v.id)
+    const stored = await h.ctx.db.selectFrom('tokens').select('id').where('id', 'in', ids).execute()
+    expect(stored).toHaveLength(20)
+    const events = await h.ctx.db
+      .selectFrom('audit_events')
+      .select(['id', 'target_id'])
+      .where('action', '=', 'token.created')
+      .where('target_id', 'in', ids)
+      .orderBy('id')
+      .execute()
+    expect(events.map((e) => e.target_id).sort()).toEqual([...ids].sort())
+    const rows = (await outbox()).slice(before)
+    expect(rows.map((r) => r.event_id)).toEqual(events.map((e) => e.id))
+    expect(new Set(rows.map((r) => r.action))).toEqual(new Set(['token.created']))
+  })
+
+  it('writes all or nothing: a token whose id is taken fails the whole write', async () => {
+    const account = await h.ctx.accounts.find('alice')
+    if (account === undefined) throw new Error('no alice')
+    const taken = await h.token('alice', all)
+    const fresh = h.ctx.tokens.newRecord(account, { note: 'a', scopes: [], allowedUrls: null })
+    const clash = { ...fresh, id: taken.id, note: 'b' }
+    const event = (id: string) =>
+      auditEvent(Date.now(), 'token.created', cliActor, { type: 'token', id }, 'alice')
+    const outboxBefore = (await outbox()).length
+    const auditBefore = await h.ctx.db
+      .selectFrom('audit_events')
+      .select((e) => e.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow()
+    await expect(
+      insertWithEvents(h.ctx.db, [fresh, clash], [event(fresh.id), event(clash.id)]),
+    ).rejects.toThrow(/unique|UNIQUE/)
+    const freshRow = await h.ctx.db
+      .selectFrom('tokens')
+      .select('id')
+      .where('id', '=', fresh.id)
+      .execute()
+    expect(freshRow).toEqual([])
+    const auditAfter = await h.ctx.db
+      .selectFrom('audit_events')
+      .select((e) => e.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow()
+    expect(Number(auditAfter.n)).toBe(Number(auditBefore.n))
+    expect((await outbox()).length).toBe(outboxBefore)
+  })
+
+  it('is one statement on PostgreSQL (one round trip), one transaction of runs on SQLite', async () => {
+    let statements = 0
+    const db = h.ctx.db.withPlugin({
+      transformQuery: (args) => args.node,
+      transformResult: async (args) => {
+        statements++
+        return args.result
+      },
+    })
+    const account = await h.ctx.accounts.find('bob')
+    if (account === undefined) throw new Error('no bob')
+    const counts = []
+    for (const count of [1, 7]) {
+      statements = 0
+      const records = Array.from({ length: count }, () =>
+        h.ctx.tokens.newRecord(account, { note: '', scopes: [], allowedUrls: null }),
+      )
+      const events = records.map((r) =>
+        auditEvent(Date.now(), 'token.created', cliActor, { type: 'token', id: r.id }, 'bob'),
+      )
+      await insertWithEvents(db, records, events)
+      counts.push(statements)
+      const stored = await h.ctx.db
+        .selectFrom('tokens')
+        .select('id')
+        .where(
+          'id',
+          'in',
+          records.map((r) => r.id),
+        )
+        .execute()
+      expect(stored).toHaveLength(count)
+    }
+    // SQLite: tokens, audit events and outbox rows, each in runs of 4 + 2 + 1 for 7.
+    expect(counts).toEqual(dialect === 'postgres' ? [1, 1] : [3, 9])
+  })
+})
