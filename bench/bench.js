@@ -1,6 +1,7 @@
 // `npm run bench [-- --scale]`: Tessera's production build against the Fastify floor.
 // See docs/performance.md. Knobs: BENCH_SECONDS, BENCH_ROUNDS, BENCH_CONNECTIONS;
-// DATABASE_URL / REDIS_URL select PostgreSQL / Redis for the service; BENCH_METRICS=1 turns on
+// DATABASE_URL / REDIS_URL add a service on PostgreSQL / Redis beside SQLite's, measured in the
+// same rounds (--scale and the verifier alone then run on PostgreSQL only); BENCH_METRICS=1 turns on
 // the Prometheus listener (METRICS_PORT); BENCH_ONLY=<text> keeps the scenarios naming it
 // (BENCH_ONLY=verifier: the verifier scenario alone, see bench/verifier.js).
 import { execFile, spawn } from 'node:child_process'
@@ -78,11 +79,11 @@ function api(base, ca, method, route, body) {
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 const fmt = (n, d = 0) => (Number.isFinite(n) ? n.toFixed(d) : '-')
 
-async function main() {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'tessera-bench-'))
+/** The environment of one service under test; DATABASE_URL/REDIS_URL kept only for `dialect`. */
+function serviceEnv(dialect) {
   const env = {
     ...process.env,
-    DATA_DIR: dataDir,
+    DATA_DIR: mkdtempSync(path.join(tmpdir(), 'tessera-bench-')),
     HOST: '127.0.0.1',
     PORT: '0',
     RATE_LIMIT_PER_MINUTE: '1000000000',
@@ -91,15 +92,27 @@ async function main() {
     // The verifier scenario's operator key.
     ADMIN_KEYS: `bench:${verifierKey}`,
   }
+  if (dialect === 'sqlite') {
+    delete env.DATABASE_URL
+    delete env.REDIS_URL
+  }
   // On PostgreSQL and Redis, each run works in a schema and key prefix of its own.
   const run = `${process.pid}_${Date.now()}`
   if (env.DATABASE_URL && !env.DATABASE_SCHEMA) env.DATABASE_SCHEMA = `tessera_bench_${run}`
   if (env.REDIS_URL && !env.REDIS_KEY_PREFIX) env.REDIS_KEY_PREFIX = `tessera-bench-${run}:`
+  return env
+}
+
+const label = (env) =>
+  `${env.DATABASE_URL ? 'PostgreSQL' : 'SQLite'}${env.REDIS_URL ? ' + Redis' : ''}`
+
+/** Starts one service (SQLite, or PostgreSQL + Redis) with an account, tokens and 100 more. */
+async function startTarget(dialect) {
+  const env = serviceEnv(dialect)
   const tessera = async (...args) =>
     JSON.parse(
       (await exec(process.execPath, [path.join(root, 'bin/tessera.js'), ...args], { env })).stdout,
     )
-
   await tessera('account', 'create', 'bench')
   const sk = await tessera(
     'token',
@@ -114,163 +127,228 @@ async function main() {
     await fillScale(env)
     bigToken = (await tessera('token', 'create', 'big', '--scopes', 'tokens:read')).token
   }
-
   const service = await start(path.join(root, 'dist/src/server.js'), [], env, /listening on (\S+)/)
   const base = service.match[1]
-  const certFile = path.join(dataDir, 'tls', 'cert.pem')
-  const ca = readFileSync(certFile)
-  const floor = await start(
-    path.join(root, 'bench/floor.js'),
-    [certFile, path.join(dataDir, 'tls', 'key.pem'), '0'],
-    process.env,
-    /floor ready (\d+)/,
-  )
-  const floorBase = `https://127.0.0.1:${floor.match[1]}`
+  const ca = readFileSync(path.join(env.DATA_DIR, 'tls', 'cert.pem'))
+  const target = { dialect, env, service, base, ca, sk, pk, bigToken }
+  const expires = new Date(Date.now() + 3_600_000 - 60_000).toISOString()
+  target.tk = (
+    await api(base, ca, 'POST', `/tokens/v2/bench?access_token=${sk.token}`, {
+      expires,
+      scopes: ['styles:read'],
+    })
+  ).body
+  for (let i = 0; i < 100; i++) {
+    await api(base, ca, 'POST', `/tokens/v2/bench?access_token=${sk.token}`, {
+      note: `t${i}`,
+      scopes: ['styles:read'],
+    })
+  }
+  return target
+}
 
+async function stopTarget(target) {
+  target.service.child.kill('SIGTERM')
+  rmSync(target.env.DATA_DIR, { recursive: true, force: true })
+  if (target.env.DATABASE_SCHEMA?.startsWith('tessera_bench_')) await dropSchema(target.env)
+}
+
+const scenariosOf = (t) => {
+  const createBody = JSON.stringify({ note: 'bench', scopes: ['styles:read'] })
+  const all = [
+    { name: 'retrieve pk', route: `/tokens/v2?access_token=${t.pk.token}` },
+    { name: 'retrieve sk', route: `/tokens/v2?access_token=${t.sk.token}` },
+    { name: 'retrieve tk', route: `/tokens/v2?access_token=${t.tk.token}` },
+    { name: 'retrieve malformed', route: '/tokens/v2?access_token=not-a-token' },
+    { name: 'list (limit 100)', route: `/tokens/v2/bench?limit=100&access_token=${t.sk.token}` },
+    {
+      name: 'create',
+      route: `/tokens/v2/bench?access_token=${t.sk.token}`,
+      method: 'POST',
+      body: createBody,
+    },
+    { name: 'list scopes', route: `/scopes/v1/bench?access_token=${t.sk.token}` },
+  ]
+  return all.filter((s) => only === undefined || s.name.includes(only))
+}
+
+/**
+ * SQLite always; with DATABASE_URL (and REDIS_URL) PostgreSQL + Redis as well, in the same run:
+ * each round loads the floor and then each service with the same scenario, so that both ratios
+ * are taken against the same floor at nearly the same moment.
+ */
+async function main() {
+  const fleet = Boolean(process.env.DATABASE_URL)
+  const targets = []
+  let floor
   try {
-    const expires = new Date(Date.now() + 3_600_000 - 60_000).toISOString()
-    const tk = (
-      await api(base, ca, 'POST', `/tokens/v2/bench?access_token=${sk.token}`, {
-        expires,
-        scopes: ['styles:read'],
-      })
-    ).body
-    for (let i = 0; i < 100; i++) {
-      await api(base, ca, 'POST', `/tokens/v2/bench?access_token=${sk.token}`, {
-        note: `t${i}`,
-        scopes: ['styles:read'],
-      })
-    }
+    // --scale and the verifier alone run on one service: the fleet's when DATABASE_URL is set.
+    const alone = scale || only === 'verifier'
+    const dialects = !fleet ? ['sqlite'] : alone ? ['postgres'] : ['sqlite', 'postgres']
+    for (const dialect of dialects) targets.push(await startTarget(dialect))
+    const first = targets[0]
+    const certFile = path.join(first.env.DATA_DIR, 'tls', 'cert.pem')
+    floor = await start(
+      path.join(root, 'bench/floor.js'),
+      [certFile, path.join(first.env.DATA_DIR, 'tls', 'key.pem'), '0'],
+      process.env,
+      /floor ready (\d+)/,
+    )
+    const floorBase = `https://127.0.0.1:${floor.match[1]}`
+    const last = targets[targets.length - 1]
     if (scale) {
-      const pages = await runScale({ base, ca, bigToken })
+      const pages = await runScale({ base: first.base, ca: first.ca, bigToken: first.bigToken })
       const small = {
         name: 'about 100 tokens, first page',
-        route: `/tokens/v2/bench?limit=100&access_token=${sk.token}`,
+        route: `/tokens/v2/bench?limit=100&access_token=${first.sk.token}`,
       }
-      return await scaleReport({ base, ca, pages, small, service, pk, env })
+      return await scaleReport({
+        base: first.base,
+        ca: first.ca,
+        pages,
+        small,
+        service: first.service,
+        pk: first.pk,
+        env: first.env,
+      })
     }
     const verifierScenario = async () =>
       save(
         await benchVerifier({
-          base,
-          ca,
+          base: last.base,
+          ca: last.ca,
           adminKey: verifierKey,
           api: (method, body) =>
-            api(base, ca, method, `/tokens/v2/bench?access_token=${sk.token}`, body),
+            api(last.base, last.ca, method, `/tokens/v2/bench?access_token=${last.sk.token}`, body),
         }),
       )
     if (only === 'verifier') return await verifierScenario()
 
-    const createBody = JSON.stringify({ note: 'bench', scopes: ['styles:read'] })
-    const allScenarios = [
-      { name: 'retrieve pk', route: `/tokens/v2?access_token=${pk.token}` },
-      { name: 'retrieve sk', route: `/tokens/v2?access_token=${sk.token}` },
-      { name: 'retrieve tk', route: `/tokens/v2?access_token=${tk.token}` },
-      { name: 'retrieve malformed', route: '/tokens/v2?access_token=not-a-token' },
-      { name: 'list (limit 100)', route: `/tokens/v2/bench?limit=100&access_token=${sk.token}` },
-      {
-        name: 'create',
-        route: `/tokens/v2/bench?access_token=${sk.token}`,
-        method: 'POST',
-        body: createBody,
-      },
-      { name: 'list scopes', route: `/scopes/v1/bench?access_token=${sk.token}` },
-    ]
-    const scenarios = allScenarios.filter((s) => only === undefined || s.name.includes(only))
-    for (const s of scenarios) {
-      const res = await api(base, ca, s.method ?? 'GET', s.route, s.body && JSON.parse(s.body))
-      if (res.status !== 200) throw new Error(`${s.name}: ${res.status} ${res.text}`)
-      s.size = Buffer.byteLength(res.text)
-      s.floor = []
-      s.service = []
+    for (const t of targets) {
+      t.scenarios = scenariosOf(t)
+      for (const s of t.scenarios) {
+        const res = await api(
+          t.base,
+          t.ca,
+          s.method ?? 'GET',
+          s.route,
+          s.body && JSON.parse(s.body),
+        )
+        if (res.status !== 200) throw new Error(`${s.name}: ${res.status} ${res.text}`)
+        s.size = Buffer.byteLength(res.text)
+        s.floor = []
+        s.service = []
+      }
     }
-    // Warm-up: let both servers' JIT settle before anything is measured.
-    for (const s of scenarios) {
-      await load({ url: `${floorBase}/floor/${s.size}`, connections, seconds: 1 })
-      await load({
-        url: `${base}${s.route}`,
-        method: s.method,
-        body: s.body,
-        connections,
-        seconds: 1,
-      })
+    const names = first.scenarios.map((s) => s.name)
+    const loadService = (t, s) => load({ ...loadOf(t, s), seconds })
+    // Warm-up: let every server's JIT settle before anything is measured.
+    for (const [i] of names.entries()) {
+      await load({ url: `${floorBase}/floor/${first.scenarios[i].size}`, connections, seconds: 1 })
+      for (const t of targets) await load({ ...loadOf(t, t.scenarios[i]), seconds: 1 })
     }
-    const rssStart = rss(service.child.pid)
+    for (const t of targets) t.rssStart = rss(t.service.child.pid)
     process.stdout.write(
       `Tessera benchmark: ${generator}, ${connections} connections, ${seconds} s x ${rounds} rounds, ` +
-        `${cpus().length} CPUs, ${env.DATABASE_URL ? 'PostgreSQL' : 'SQLite'}${env.REDIS_URL ? ' + Redis' : ''}` +
+        `${cpus().length} CPUs, ${targets.map((t) => label(t.env)).join(' and ')}` +
         `${metricsOn ? ', metrics on' : ''}\n`,
     )
     for (let round = 1; round <= rounds; round++) {
-      for (const s of scenarios) {
-        s.floor.push(
-          await measured(floor.child.pid, () =>
-            load({ url: `${floorBase}/floor/${s.size}`, connections, seconds }),
-          ),
-        )
-        s.service.push(
-          await measured(service.child.pid, () =>
-            load({
-              url: `${base}${s.route}`,
-              method: s.method,
-              body: s.body,
-              connections,
-              seconds,
-            }),
-          ),
-        )
-        process.stdout.write(`  round ${round}: ${s.name}\n`)
+      for (const [i, name] of names.entries()) {
+        for (const t of targets) {
+          const s = t.scenarios[i]
+          // Each service's ratio against a floor run just before it, with its body size.
+          s.floor.push(
+            await measured(floor.child.pid, () =>
+              load({ url: `${floorBase}/floor/${s.size}`, connections, seconds }),
+            ),
+          )
+          s.service.push(await measured(t.service.child.pid, () => loadService(t, s)))
+        }
+        process.stdout.write(`  round ${round}: ${name}\n`)
       }
     }
-    const table = scenarios.map((s) => {
-      const ratios = s.service.map((r, i) => r.rps / s.floor[i].rps)
-      return {
-        scenario: s.name,
-        bytes: s.size,
-        floorRps: median(s.floor.map((r) => r.rps)),
-        rps: median(s.service.map((r) => r.rps)),
-        p50: median(s.service.map((r) => r.p50)),
-        p99: median(s.service.map((r) => r.p99)),
-        floorP50: median(s.floor.map((r) => r.p50)),
-        ratio: median(ratios),
-        floorCpuUs: median(s.floor.map((r) => r.cpuUs)),
-        cpuUs: median(s.service.map((r) => r.cpuUs)),
-        non2xx: s.service.reduce((n, r) => n + r.non2xx, 0),
-      }
-    })
-    const rssEnd = rss(service.child.pid)
-    const lines = [
-      '',
-      '| scenario | bytes | floor req/s | req/s | ratio | p50 ms | p99 ms | floor p50 ms | floor CPU µs/req | CPU µs/req |',
-      '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
-      ...table.map(
-        (r) =>
-          `| ${r.scenario} | ${r.bytes} | ${fmt(r.floorRps)} | ${fmt(r.rps)} | ${fmt(r.ratio, 2)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${fmt(r.floorP50, 2)} | ${fmt(r.floorCpuUs, 1)} | ${fmt(r.cpuUs, 1)} |`,
-      ),
-      '',
-      `service RSS: ${rssStart} MB before the load, ${rssEnd} MB after`,
-    ]
-    process.stdout.write(`${lines.join('\n')}\n`)
-    if (table.some((r) => r.non2xx > 0)) throw new Error('some requests failed: see non2xx')
+    for (const t of targets) {
+      t.table = tableOf(t.scenarios)
+      t.rssEnd = rss(t.service.child.pid)
+      process.stdout.write(`\n${label(t.env)}\n${report(t).join('\n')}\n`)
+    }
+    if (targets.length === 2) process.stdout.write(`\n${sideBySide(targets).join('\n')}\n`)
+    if (targets.some((t) => t.table.some((r) => r.non2xx > 0)))
+      throw new Error('some requests failed: see non2xx')
     // A partial run would replace the full figures: printed only.
     if (only !== undefined) return
-    save({
-      kind: `http-${dialectOf(env)}${metricsOn ? '-metrics' : ''}`,
-      generator,
-      connections,
-      seconds,
-      rounds,
-      rssStart,
-      rssEnd,
-      table,
-    })
+    for (const t of targets) {
+      save({
+        kind: `http-${dialectOf(t.env)}${metricsOn ? '-metrics' : ''}`,
+        generator,
+        connections,
+        seconds,
+        rounds,
+        rssStart: t.rssStart,
+        rssEnd: t.rssEnd,
+        table: t.table,
+      })
+    }
     await verifierScenario()
   } finally {
-    service.child.kill('SIGTERM')
-    floor.child.kill('SIGTERM')
-    rmSync(dataDir, { recursive: true, force: true })
-    if (env.DATABASE_SCHEMA?.startsWith('tessera_bench_')) await dropSchema(env)
+    floor?.child.kill('SIGTERM')
+    for (const t of targets) await stopTarget(t)
   }
+}
+
+const loadOf = (t, s) => ({
+  url: `${t.base}${s.route}`,
+  method: s.method,
+  body: s.body,
+  connections,
+})
+
+const spread = (xs) => `${fmt(Math.min(...xs), 2)}-${fmt(Math.max(...xs), 2)}`
+
+function tableOf(scenarios) {
+  return scenarios.map((s) => {
+    const ratios = s.service.map((r, i) => r.rps / s.floor[i].rps)
+    return {
+      scenario: s.name,
+      bytes: s.size,
+      floorRps: median(s.floor.map((r) => r.rps)),
+      rps: median(s.service.map((r) => r.rps)),
+      p50: median(s.service.map((r) => r.p50)),
+      p99: median(s.service.map((r) => r.p99)),
+      floorP50: median(s.floor.map((r) => r.p50)),
+      ratio: median(ratios),
+      ratios,
+      floorCpuUs: median(s.floor.map((r) => r.cpuUs)),
+      cpuUs: median(s.service.map((r) => r.cpuUs)),
+      non2xx: s.service.reduce((n, r) => n + r.non2xx, 0),
+    }
+  })
+}
+
+function report(t) {
+  return [
+    '| scenario | bytes | floor req/s | req/s | ratio | ratio range | p50 ms | p99 ms | floor p50 ms | floor CPU µs/req | CPU µs/req |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...t.table.map(
+      (r) =>
+        `| ${r.scenario} | ${r.bytes} | ${fmt(r.floorRps)} | ${fmt(r.rps)} | ${fmt(r.ratio, 2)} | ${spread(r.ratios)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${fmt(r.floorP50, 2)} | ${fmt(r.floorCpuUs, 1)} | ${fmt(r.cpuUs, 1)} |`,
+    ),
+    '',
+    `service RSS: ${t.rssStart} MB before the load, ${t.rssEnd} MB after`,
+  ]
+}
+
+/** Both services' ratios to the floor, and the fleet's as a share of SQLite's. */
+function sideBySide([sqlite, fleet]) {
+  return [
+    `| scenario | SQLite ratio | ${label(fleet.env)} ratio (range) | ${label(fleet.env)} / SQLite |`,
+    '| --- | ---: | ---: | ---: |',
+    ...sqlite.table.map((r, i) => {
+      const f = fleet.table[i]
+      return `| ${r.scenario} | ${fmt(r.ratio, 2)} (${spread(r.ratios)}) | ${fmt(f.ratio, 2)} (${spread(f.ratios)}) | ${fmt(f.ratio / r.ratio, 2)} |`
+    }),
+  ]
 }
 
 async function dropSchema(env) {

@@ -9,6 +9,11 @@ import { fromToken, type TokenRecord, tokensRepo } from './repositories.js'
  * and one implicit transaction, whatever the number of rows (columns go as arrays and `unnest`
  * makes the rows, so the SQL text never changes). The outbox's sequence numbers are taken after
  * the advisory lock that orders them (see auditRepo.insert): the lock's row joins each row.
+ *
+ * Its commit does not wait for the WAL to reach the disk (synchronous_commit off for this
+ * transaction alone), as SQLite's WAL with synchronous=NORMAL does not: a crash of PostgreSQL or
+ * its machine may lose the creates of the last few hundred milliseconds, whose clients then find
+ * their tokens refused. Nothing that takes a right away (delete, update, roll) is written so.
  */
 const postgresSql = (() => {
   let n = 0
@@ -28,7 +33,7 @@ const postgresSql = (() => {
 )
 insert into event_outbox (event_id, at, action, username, body)
 select e.event_id, e.at, e.action, e.username, e.body
-from (select pg_advisory_xact_lock(${lock}) as locked) l
+from (select pg_advisory_xact_lock(${lock}), set_config('synchronous_commit', 'off', true)) l
 cross join lateral unnest(${audit[0]}, ${audit[1]}, ${audit[2]}, ${outbox.join(', ')})
   with ordinality as e(event_id, at, action, username, body, n)
 order by e.n`
