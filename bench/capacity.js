@@ -157,7 +157,8 @@ async function main() {
         kind: k.name,
         rps: r.rps,
         serverCpuUs: per('server'),
-        postgresCpuUs: per('postgres'),
+        // A backend that ended during the load takes its time with it: never below 0.
+        postgresCpuUs: Math.max(0, per('postgres')),
         commits: per('commits'),
         walBytes: per('wal'),
         rowsInserted: per('inserted'),
@@ -181,6 +182,8 @@ async function main() {
         '',
       ].join('\n'),
     )
+    await batchSizes(env)
+    await redisScript()
   } finally {
     server?.kill('SIGTERM')
     await db.query(`drop schema if exists ${schema} cascade`)
@@ -190,6 +193,91 @@ async function main() {
     redis.disconnect()
     rmSync(env.DATA_DIR, { recursive: true, force: true })
   }
+}
+
+/** PostgreSQL's CPU for one create statement (tokens, events, outbox) by the size of its group. */
+async function batchSizes(env) {
+  const { readEnv, toConfig } = await import('../dist/src/config.js')
+  const { createContext } = await import('../dist/src/context.js')
+  const { insertWithEvents } = await import('../dist/src/db/creates.js')
+  const { auditEvent, cliActor } = await import('../dist/src/audit/events.js')
+  const ctx = await createContext(toConfig(readEnv({ ...env, LOG_LEVEL: 'silent' })))
+  const lines = [
+    '',
+    'One create statement on PostgreSQL by group size (sequential, CPU of every postgres process)',
+    '| tokens per statement | PostgreSQL CPU µs per token | per statement | wall µs per token |',
+    '| ---: | ---: | ---: | ---: |',
+  ]
+  try {
+    const account = await ctx.accounts.find('bench')
+    for (const size of [1, 5, 10, 20, 100]) {
+      const statements = Math.ceil(4000 / size)
+      const pids = pidsOf('postgres')
+      const cpu0 = cpuUs(pids)
+      const wall0 = performance.now()
+      for (let i = 0; i < statements; i++) {
+        const records = Array.from({ length: size }, () =>
+          ctx.tokens.newRecord(account, { note: 'x', scopes: ['styles:read'], allowedUrls: null }),
+        )
+        const details = { usage: 'pk', scopes: ['styles:read'] }
+        const events = records.map((r) =>
+          auditEvent(
+            Date.now(),
+            'token.created',
+            cliActor,
+            { type: 'token', id: r.id },
+            'bench',
+            details,
+          ),
+        )
+        await insertWithEvents(ctx.db, records, events)
+      }
+      const us = cpuUs(pids) - cpu0
+      const tokens = statements * size
+      const wall = ((performance.now() - wall0) * 1000) / tokens
+      lines.push(
+        `| ${size} | ${(us / tokens).toFixed(1)} | ${(us / statements).toFixed(0)} | ${wall.toFixed(0)} |`,
+      )
+    }
+  } finally {
+    await ctx.close()
+  }
+  process.stdout.write(`${lines.join('\n')}\n`)
+}
+
+/** Redis's throughput for the rate limit's script (redis-benchmark, when installed). */
+async function redisScript() {
+  const { readFileSync: read } = await import('node:fs')
+  const source = read(path.join(root, 'dist/src/ratelimit/redis.js'), 'utf8')
+  const script = /const leaseScript = `([\s\S]*?)`/.exec(source)?.[1]
+  const { port, hostname } = new URL(redisUrl)
+  const redis = new Redis(redisUrl)
+  const sha = await redis.script('LOAD', script)
+  const lines = [
+    '',
+    'The rate limit script on this Redis (redis-benchmark, 20 clients, 300,000 calls)',
+  ]
+  try {
+    for (const pipeline of [1, 16]) {
+      const { stdout } = await exec('redis-benchmark', [
+        ...['-h', hostname, '-p', port || '6379', '-q', '-n', '300000', '-c', '20'],
+        ...['-P', String(pipeline), '-r', '100000'],
+        ...['evalsha', sha, '1', `tessera-capacity-script:__rand_int__`],
+        ...['61', '1000000000', '1', '0', '10', '4'],
+      ])
+      const rps = /([\d.]+) requests per second/.exec(stdout)?.[1]
+      lines.push(`- pipeline ${pipeline}: ${Math.round(Number(rps))} calls/s`)
+    }
+  } catch (err) {
+    lines.push(
+      `- not measured: ${err.code === 'ENOENT' ? 'redis-benchmark is not installed' : err.message}`,
+    )
+  } finally {
+    const keys = await redis.keys('tessera-capacity-script:*')
+    for (let i = 0; i < keys.length; i += 1000) await redis.del(...keys.slice(i, i + 1000))
+    redis.disconnect()
+  }
+  process.stdout.write(`${lines.join('\n')}\n`)
 }
 
 main().catch((err) => {
