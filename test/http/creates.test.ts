@@ -1,3 +1,4 @@
+import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { auditEvent, cliActor } from '../../src/audit/events.js'
 import { insertWithEvents } from '../../src/db/creates.js'
@@ -102,5 +103,38 @@ describe('creates: the token, its audit event and its outbox row together', () =
     }
     // SQLite: tokens, audit events and outbox rows, each in runs of 4 + 2 + 1 for 7.
     expect(counts).toEqual(dialect === 'postgres' ? [1, 1] : [3, 9])
+  })
+
+  it('indexes only rolled tokens by their end (a create adds no entry), and the sweep uses it', async () => {
+    const retired = h.ctx.db
+      .selectFrom('tokens')
+      .select(['id', 'username'])
+      .where('retires', '<=', '2026-11-22T12:00:00.000Z')
+      .limit(100)
+      .compile()
+    if (dialect === 'postgres') {
+      const { rows } = await sql<{ indexdef: string }>`select indexdef from pg_indexes
+        where schemaname = current_schema() and indexname = 'tokens_retiring'`.execute(h.ctx.db)
+      expect(rows.map((r) => r.indexdef.replace(/^.* USING /, ''))).toEqual([
+        'btree (retires) WHERE (retires IS NOT NULL)',
+      ])
+      // A plan with sequential scans off shows whether the planner can use the index at all.
+      const plan = await h.ctx.db.transaction().execute(async (trx) => {
+        await sql`set local enable_seqscan = off`.execute(trx)
+        return trx.executeQuery({ ...retired, sql: `explain ${retired.sql}` })
+      })
+      expect(JSON.stringify(plan.rows)).toContain('tokens_retiring')
+    } else {
+      const { rows } = await sql<{ sql: string }>`select sql from sqlite_master
+        where name = 'tokens_retiring'`.execute(h.ctx.db)
+      expect(rows.map((r) => r.sql)).toEqual([
+        'CREATE INDEX "tokens_retiring" on "tokens" ("retires") where "retires" is not null',
+      ])
+      const plan = await h.ctx.db.executeQuery({
+        ...retired,
+        sql: `explain query plan ${retired.sql}`,
+      })
+      expect(JSON.stringify(plan.rows)).toContain('USING INDEX tokens_retiring')
+    }
   })
 })

@@ -7,6 +7,7 @@ import * as webhooks from './0005-webhooks.js'
 import * as members from './0006-members.js'
 import * as factors from './0007-factors.js'
 import * as roll from './0008-roll.js'
+import * as retiringIndex from './0009-retiring-index.js'
 
 /** Registered explicitly (no globbing) so that they survive bundling. Append only. */
 const migrations: Record<string, Migration> = {
@@ -18,6 +19,7 @@ const migrations: Record<string, Migration> = {
   '0006-members': members,
   '0007-factors': factors,
   '0008-roll': roll,
+  '0009-retiring-index': retiringIndex,
 }
 
 export const migrationProvider: MigrationProvider = {
