@@ -3,7 +3,7 @@ import { Redis } from 'ioredis'
 import { pino } from 'pino'
 import { afterAll, describe, expect, it } from 'vitest'
 import { windowOf } from '../../src/ratelimit/limiter.js'
-import { leaseMax, leaseReserve, leaseShare, RedisRateLimiter } from '../../src/ratelimit/redis.js'
+import { RedisRateLimiter } from '../../src/ratelimit/redis.js'
 import { fleetEnv } from './env.js'
 
 const fleet = fleetEnv()
