@@ -5,6 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { windowOf } from '../../src/ratelimit/limiter.js'
 import { RedisRateLimiter } from '../../src/ratelimit/redis.js'
 import { fleetEnv } from './env.js'
+import { tcpProxy } from './tcp-proxy.js'
 
 const fleet = fleetEnv()
 const log = pino({ level: 'silent' })
@@ -159,4 +160,42 @@ describe('Redis rate limiting', () => {
   it('property: 2-4 instances, limits 20-400, bursts up to 60: refused early only by the leases others hold', async () => {
     await interleavings(fc.integer({ min: 20, max: 400 }), 60, 40)
   }, 60_000)
+
+  it('with Redis cut mid-window, counts in process; when it returns, spends its lease and shares again', async () => {
+    const proxy = await tcpProxy(Number(new URL(fleet.redisUrl).port || 6379))
+    const l = new RedisRateLimiter(`redis://127.0.0.1:${proxy.port}`, fleet.prefix, 1000, log)
+    limiters.push(l)
+    const redis = new Redis(fleet.redisUrl)
+    try {
+      await ready(l)
+      const now = Date.now()
+      const key = 'cut-mid-window'
+      const counted = async () =>
+        Number(await redis.get(`${fleet.prefix}rl:${windowOf(now, 60)}:${key}`))
+      await Promise.all(Array.from({ length: 20 }, () => l.hit(key, now)))
+      expect(l.unspent(key)).toBe(10)
+      expect(await counted()).toBe(30)
+
+      await proxy.cut()
+      for (let i = 0; i < 100 && l.shared; i++) await new Promise((r) => setTimeout(r, 20))
+      expect(l.shared).toBe(false)
+      // Away: each request is counted in process (the limit per instance), synchronously.
+      const away = Array.from({ length: 5 }, () => l.hit(key, now))
+      expect(away.every((r) => !(r instanceof Promise) && r.allowed)).toBe(true)
+      expect(l.unspent(key)).toBe(10)
+
+      await proxy.restore()
+      for (let i = 0; i < 200 && !l.shared; i++) await new Promise((r) => setTimeout(r, 20))
+      expect(l.shared).toBe(true)
+      // Back: the lease Redis granted in this window is spent first, without a round trip.
+      const back = l.hit(key, now)
+      expect(back).toEqual({ allowed: true, limit: 1000, reset: (windowOf(now, 60) + 1) * 60 })
+      expect(l.unspent(key)).toBe(9)
+      await l.idle()
+      expect(await counted()).toBe(30 + (l.unspent(key) - 9))
+    } finally {
+      redis.disconnect()
+      await proxy.close()
+    }
+  })
 })
