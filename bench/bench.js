@@ -7,10 +7,10 @@
 import { execFile, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { request } from 'node:https'
 import { cpus, tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
+import { api } from './api.js'
 import { generator, load } from './load.js'
 import { benchVerifier } from './verifier.js'
 
@@ -59,21 +59,6 @@ async function measured(pid, run) {
 const rss = (pid) => {
   const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]
   return Math.round(Number(kb) / 1024)
-}
-
-function api(base, ca, method, route, body) {
-  return new Promise((resolve, reject) => {
-    const req = request(`${base}${route}`, { method, ca }, (res) => {
-      let text = ''
-      res.on('data', (d) => {
-        text += d
-      })
-      res.on('end', () => resolve({ status: res.statusCode, text, body: text && JSON.parse(text) }))
-    })
-    req.on('error', reject)
-    if (body) req.setHeader('content-type', 'application/json')
-    req.end(body && JSON.stringify(body))
-  })
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]

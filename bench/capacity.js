@@ -6,12 +6,12 @@
 // the table growth).
 import { execFile, spawn } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
-import { request } from 'node:https'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { Redis } from 'ioredis'
 import pg from 'pg'
+import { api } from './api.js'
 import { load } from './load.js'
 
 const root = path.resolve(import.meta.dirname, '..')
@@ -43,21 +43,6 @@ const pidsOf = (name) =>
       return false
     }
   })
-
-function api(base, ca, method, route, body) {
-  return new Promise((resolve, reject) => {
-    const req = request(`${base}${route}`, { method, ca }, (res) => {
-      let text = ''
-      res.on('data', (d) => {
-        text += d
-      })
-      res.on('end', () => resolve(text && JSON.parse(text)))
-    })
-    req.on('error', reject)
-    if (body) req.setHeader('content-type', 'application/json')
-    req.end(body && JSON.stringify(body))
-  })
-}
 
 async function main() {
   if (!databaseUrl || !redisUrl) throw new Error('bench:capacity needs DATABASE_URL and REDIS_URL')
@@ -106,7 +91,7 @@ async function main() {
         expires,
         scopes: ['styles:read'],
       })
-    ).token
+    ).body.token
 
     const sample = async () => {
       const stats = (
