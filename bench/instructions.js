@@ -1,37 +1,69 @@
 // `npm run bench:instructions`: instructions per request, counted by valgrind's callgrind.
 // Unlike req/s on a shared machine, a count does not move with what else the machine is doing.
-// Each server runs under callgrind twice, answering N1 and then N2 requests (autocannon, 10
-// keep-alive connections); (I2 - I1) / (N2 - N1) leaves out start-up and the warm-up. Fewer
-// than 10,000 requests leave the JIT compiler busy in the window. About 10 minutes.
-// Knobs: BENCH_N1, BENCH_N2; BENCH_ONLY=retrieve (rows whose name contains any of its
-// comma-separated words; nothing is written to bench/results then); BENCH_CONNECTIONS (10);
-// BENCH_NODE_FLAGS, given to the servers' node (`--single-threaded` keeps V8's compiler and
-// collector threads from running in the window at times that depend on the machine). SQLite only; needs valgrind
-// (Debian package `valgrind`).
+// What makes it repeatable (within about 1% for a build, and between builds whose request path
+// is the same):
+// - Each server starts under callgrind with instrumentation off (--instr-atstart=no) and is
+//   warmed up with BENCH_WARMUP requests (20,000): start-up, TLS handshakes and most JIT
+//   compiling are never counted. Then callgrind_control turns counting on and dumps (zeroing the
+//   counters) after each of BENCH_WINDOWS windows (5) of BENCH_N requests (3,000), all on the
+//   same keep-alive connections (BENCH_CONNECTIONS, 1: one request in flight, no batching that
+//   depends on timing).
+// - The count is the lowest window. What differs between windows only adds: a late TurboFan
+//   compile, the first run of a timer's code, a mark-compact.
+// - The servers' node runs with BENCH_NODE_FLAGS, by default `--single-threaded` and a young
+//   generation fixed at 16 MB (`--min-semi-space-size=16 --max-semi-space-size=16`). V8 sizes
+//   the young generation from what it saw, and a process left at 1 MB scavenged nine times as
+//   often (+3% a request). With concurrent compiling, some processes of the same build ended up
+//   building process.nextTick's tick objects in the runtime (+29% a request) and others not.
+// - Timers fire by the clock, not per request, and under callgrind the server runs ~50 times
+//   slower, so they would add per request what they cost per second. An idle spell
+//   (BENCH_IDLE_MS, 10 s, in 5 parts, median) measures them per second; their share of each
+//   window's duration is taken out of the count and printed beside it.
+// About 1.5 minutes a row. BENCH_ONLY=retrieve runs the rows whose name contains any of its
+// comma-separated words (nothing is written to bench/results then); BENCH_KEEP=dir keeps each
+// dump there for callgrind_annotate (with `--perf-basic-prof` among the flags, node's
+// /tmp/perf-<pid>.map names the JIT code). SQLite only; needs valgrind (Debian package
+// `valgrind`).
 import { execFile, spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { request } from 'node:https'
-import { createRequire } from 'node:module'
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
+import { Agent, request } from 'node:https'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 
 const root = path.resolve(import.meta.dirname, '..')
 const exec = promisify(execFile)
-const require = createRequire(import.meta.url)
-const n1 = Number(process.env.BENCH_N1 ?? 10_000)
-const n2 = Number(process.env.BENCH_N2 ?? 30_000)
-const connections = process.env.BENCH_CONNECTIONS ?? '10'
-const nodeFlags = process.env.BENCH_NODE_FLAGS?.split(' ').filter((f) => f !== '') ?? []
+const warmup = Number(process.env.BENCH_WARMUP ?? 20_000)
+const n = Number(process.env.BENCH_N ?? 3_000)
+const windowCount = Number(process.env.BENCH_WINDOWS ?? 5)
+const idleSpells = 5
+const idleMs = Number(process.env.BENCH_IDLE_MS ?? 10_000)
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 1)
+const nodeFlags = (
+  process.env.BENCH_NODE_FLAGS ??
+  '--single-threaded --min-semi-space-size=16 --max-semi-space-size=16'
+)
+  .split(' ')
+  .filter((f) => f !== '')
+const keep = process.env.BENCH_KEEP
 const only = process.env.BENCH_ONLY?.split(',').filter((w) => w !== '')
 
-/** Starts `args` under callgrind and waits for `pattern` in its output. */
+/** Starts `args` under callgrind, counting nothing yet, and waits for `pattern` in its output. */
 function underCallgrind(outDir, args, env, pattern) {
   const child = spawn(
     'valgrind',
     [
       '--tool=callgrind',
       '--smc-check=all-non-file',
+      '--instr-atstart=no',
       `--callgrind-out-file=${path.join(outDir, 'callgrind.%p')}`,
       process.execPath,
       ...nodeFlags,
@@ -39,63 +71,120 @@ function underCallgrind(outDir, args, env, pattern) {
     ],
     { env, stdio: ['ignore', 'pipe', 'pipe'] },
   )
-  let out = ''
+  const state = { out: '' }
   return new Promise((resolve, reject) => {
     const onData = (d) => {
-      out += d
-      const m = pattern.exec(out)
-      if (m) resolve({ child, match: m })
+      state.out += d
+      const m = pattern.exec(state.out)
+      if (m) resolve({ child, match: m, state })
     }
     child.stdout.on('data', onData)
     child.stderr.on('data', onData)
     child.on('error', reject)
     child.on('exit', (code) =>
-      reject(new Error(`exited with ${code} before it was ready:\n${out}`)),
+      reject(new Error(`exited with ${code} before it was ready:\n${state.out}`)),
     )
   })
 }
 
-/** Total instructions of one run of a server that answered `count` requests of `load`. */
-async function countRun(server, load, count) {
+/** Sends `count` requests of `load` over the keep-alive connections of `agent`. */
+async function send(agent, url, load, count) {
+  const one = () =>
+    new Promise((resolve, reject) => {
+      const headers = load.body ? { 'content-type': 'application/json' } : {}
+      const req = request(url, { agent, method: load.method ?? 'GET', headers }, (res) => {
+        res.on('data', () => {})
+        res.on('end', () =>
+          res.statusCode < 300 ? resolve() : reject(new Error(`${url}: ${res.statusCode}`)),
+        )
+      })
+      req.on('error', reject)
+      req.end(load.body)
+    })
+  let sent = 0
+  const worker = async () => {
+    while (sent < count) {
+      sent++
+      await one()
+    }
+  }
+  await Promise.all(Array.from({ length: agent.maxSockets }, worker))
+}
+
+/**
+ * Runs callgrind_control for the server `pid`. Its environment is the server's: vgdb names the
+ * pipes it talks through after $USER and $HOST, and the service's HOST is its address.
+ */
+const control = (pid, env, ...args) => exec('callgrind_control', [...args, String(pid)], { env })
+
+/**
+ * Asks callgrind in `pid` to dump its counters, which zeroes them: the instructions counted since
+ * the last dump. With BENCH_KEEP the dump is kept there as `<name>.<i>` for callgrind_annotate.
+ */
+async function dump(pid, env, outDir, name) {
+  const before = new Set(readdirSync(outDir))
+  await control(pid, env, '-d')
+  let file
+  for (let waited = 0; file === undefined; waited += 100) {
+    if (waited > 60_000) throw new Error(`callgrind in ${pid} wrote no dump`)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    file = readdirSync(outDir).find((f) => !before.has(f))
+  }
+  const totals = /^(?:summary|totals): (\d+)/m.exec(readFileSync(path.join(outDir, file), 'utf8'))
+  if (keep)
+    copyFileSync(path.join(outDir, file), path.join(keep, `${name}.${file.split('.').at(-1)}`))
+  rmSync(path.join(outDir, file))
+  return { instructions: Number(totals[1]), at: performance.now() }
+}
+
+/**
+ * Counts `load` on `server`: a warm-up with instrumentation off, then, counted, an idle spell
+ * (what timers cost per second) and `windowCount` windows of `n` requests each.
+ */
+async function measure(server, load, name) {
   const outDir = mkdtempSync(path.join(tmpdir(), 'tessera-callgrind-'))
+  const agent = new Agent({ keepAlive: true, maxSockets: connections, ca: server.ca })
   let child
   try {
     const started = await underCallgrind(outDir, server.args, server.env, server.ready)
     child = started.child
     const url = `${server.origin(started.match)}${load.route}`
-    // A generous timeout: under callgrind a request may take seconds (a WAL checkpoint).
-    const args = [require.resolve('autocannon/autocannon.js'), '-j', '-c', connections, '-t', '120']
-    args.push('-a', count)
-    if (load.method) args.push('-m', load.method, '-H', 'content-type=application/json')
-    if (load.body) args.push('-b', load.body)
-    const { stdout } = await exec(process.execPath, [...args, url], {
-      env: { ...process.env, NODE_TLS_REJECT_UNAUTHORIZED: '0' }, // loopback, our own certificate
-      maxBuffer: 1 << 24,
-    })
-    const result = JSON.parse(stdout.slice(stdout.indexOf('{')))
-    if (result.non2xx > 0 || result.errors > 0) {
-      const { non2xx, errors, timeouts } = result
-      throw new Error(`${url}: ${JSON.stringify({ non2xx, errors, timeouts })}`)
+    await send(agent, url, load, warmup)
+    await control(child.pid, server.env, '-i', 'on')
+    let last = await dump(child.pid, server.env, outDir, `${name}.on`)
+    // In spells: the first run of a timer's code (parsed, compiled) lands in one of them.
+    const rates = []
+    for (let i = 0; i < idleSpells; i++) {
+      await new Promise((resolve) => setTimeout(resolve, idleMs / idleSpells))
+      const d = await dump(child.pid, server.env, outDir, `${name}.idle`)
+      rates.push(d.instructions / ((d.at - last.at) / 1000))
+      last = d
     }
-    const exited = new Promise((resolve) => child.once('exit', resolve))
-    child.kill('SIGINT')
-    await exited
-    const file = readdirSync(outDir).find((f) => f.startsWith('callgrind.'))
-    const totals = /^(?:summary|totals): (\d+)/m.exec(readFileSync(path.join(outDir, file), 'utf8'))
-    return Number(totals[1])
+    const idlePerSecond = median(rates)
+    const windows = []
+    for (let i = 0; i < windowCount; i++) {
+      await send(agent, url, load, n)
+      const d = await dump(child.pid, server.env, outDir, `${name}.window`)
+      const timers = (idlePerSecond * (d.at - last.at)) / 1000 / n
+      windows.push({ all: d.instructions / n, timers, requests: d.instructions / n - timers })
+      last = d
+    }
+    return { idlePerSecond, windows }
   } finally {
+    agent.destroy()
     if (child !== undefined && child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL')
+      // SIGINT lets valgrind remove its vgdb pipes from /tmp; SIGKILL if it does not end.
+      const exited = new Promise((resolve) => child.once('exit', resolve))
+      child.kill('SIGINT')
+      const killer = setTimeout(() => child.kill('SIGKILL'), 60_000)
+      await exited
+      clearTimeout(killer)
     }
     rmSync(outDir, { recursive: true, force: true })
   }
 }
 
-async function perRequest(server, load) {
-  const first = await countRun(server, load, n1)
-  const second = await countRun(server, load, n2)
-  return (second - first) / (n2 - n1)
-}
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 
 function api(base, ca, method, route, body) {
   return new Promise((resolve, reject) => {
@@ -160,7 +249,8 @@ async function main() {
     plain.kill('SIGTERM')
     if (typeof tk !== 'string') throw new Error('could not create a temporary token')
 
-    const service = { args: serverArgs, env, ready, origin: (m) => m[1] }
+    const ca = readFileSync(certFile)
+    const service = { args: serverArgs, env, ready, origin: (m) => m[1], ca }
     const floor = (extra = []) => ({
       args: [
         path.join(root, 'bench/floor.js'),
@@ -172,6 +262,7 @@ async function main() {
       env: process.env,
       ready: /floor ready (\d+)/,
       origin: (m) => `https://127.0.0.1:${m[1]}`,
+      ca,
     })
     const body = JSON.stringify({ note: 'bench', scopes: ['styles:read'] })
     // Every ratio is to the floor with the 103-byte body; a floor with the body size of tk
@@ -198,11 +289,21 @@ async function main() {
       },
     ]
     const rows = only ? all.filter((r) => only.some((w) => r.name.includes(w))) : all
-    process.stdout.write(`Instructions per request (callgrind), ${n1} and ${n2} requests\n`)
+    process.stdout.write(
+      `Instructions per request (callgrind), lowest of ${windowCount} windows of ${n} after ` +
+        `${warmup}; node ${nodeFlags.join(' ')}\n`,
+    )
     for (const row of rows) {
-      row.instructions = Math.round(await perRequest(row.server, row.load))
+      const m = await measure(row.server, row.load, row.name.replace(/\W+/g, '-'))
+      row.instructions = Math.round(Math.min(...m.windows.map((w) => w.requests)))
+      row.windows = m.windows.map((w) => Math.round(w.requests))
+      row.timersPerSecond = Math.round(m.idlePerSecond)
+      const timers = Math.round(median(m.windows.map((w) => w.timers)))
+      process.stdout.write(
+        `  ${row.name}: ${row.instructions} (windows ${row.windows.join(', ')}; timers ` +
+          `${row.timersPerSecond}/s, ${timers} a request at callgrind's pace, not counted)\n`,
+      )
       row.ratio = rows[0].name === floorName ? rows[0].instructions / row.instructions : Number.NaN
-      process.stdout.write(`  ${row.name}: ${row.instructions}\n`)
     }
     const lines = [
       '',
@@ -217,9 +318,18 @@ async function main() {
     const result = {
       kind: 'instructions-sqlite',
       at: new Date().toISOString(),
-      n1,
-      n2,
-      rows: rows.map(({ name, instructions, ratio }) => ({ name, instructions, ratio })),
+      warmup,
+      n,
+      windows: windowCount,
+      connections,
+      nodeFlags,
+      rows: rows.map(({ name, instructions, ratio, windows, timersPerSecond }) => ({
+        name,
+        instructions,
+        ratio,
+        windows,
+        timersPerSecond,
+      })),
     }
     writeFileSync(
       path.join(dir, 'instructions-latest.json'),

@@ -2,6 +2,7 @@ import { sql } from 'kysely'
 import pg from 'pg'
 import type { Logger } from 'pino'
 import type { Config } from '../config.js'
+import { compiledOnce } from './compiled.js'
 import type { Db } from './database.js'
 
 const channel = 'tessera_token_changes'
@@ -40,13 +41,16 @@ export function sqliteChanges(db: Db, log: Logger): TokenChanges {
   let polls = 0
   let closed = false
   const poll = async (changed: (id: string) => void) => {
-    const rows = await db
-      .selectFrom('token_changes')
-      .select(['seq', 'id'])
-      .where('seq', '>', last)
-      .orderBy('seq')
-      .limit(1000)
-      .execute()
+    // Compiled once: twice a second is too rare for the JIT to make Kysely's builder cheap.
+    const query = compiledOnce(db, 'token changes after', [last, 1000], () =>
+      db
+        .selectFrom('token_changes')
+        .select(['seq', 'id'])
+        .where('seq', '>', last)
+        .orderBy('seq')
+        .limit(1000),
+    )
+    const { rows } = await db.executeQuery<{ seq: number; id: string }>(query)
     for (const row of rows) {
       last = row.seq
       changed(row.id)
