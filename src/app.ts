@@ -44,6 +44,10 @@ const decode = (text: string) => {
  * slow dictionary in V8), so `__proto__` is never taken as a name; no parameter has that name.
  */
 export function parseQuery(query: string): Record<string, string> {
+  // The query of nearly every request: a token alone.
+  if (query.startsWith('access_token=') && query.indexOf('&', 13) === -1) {
+    return { access_token: decode(query.slice(13)) }
+  }
   const out: Record<string, string> = {}
   let start = 0
   while (start <= query.length) {

@@ -3,7 +3,7 @@ import type { AppContext } from '../context.js'
 import type { AccountRecord } from '../db/repositories.js'
 import { ApiError } from '../errors.js'
 import { intervalS, type RateLimitResult } from '../ratelimit/limiter.js'
-import type { Principal } from '../tokens/principal.js'
+import { type Principal, rateKeyOf } from '../tokens/principal.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -40,6 +40,21 @@ export function rateLimit(
 }
 
 const intervalText = String(intervalS)
+// The limit and the window's end change rarely: their texts are kept, not made per request.
+let lastLimit = -1
+let lastLimitText = ''
+let lastReset = -1
+let lastResetText = ''
+const limitText = (limit: number) => {
+  lastLimit = limit
+  lastLimitText = String(limit)
+  return lastLimitText
+}
+const resetText = (reset: number) => {
+  lastReset = reset
+  lastResetText = String(reset)
+  return lastResetText
+}
 
 function applyLimit(
   ctx: AppContext,
@@ -54,8 +69,8 @@ function applyLimit(
   // Lowercase names and string values (see app.ts): headers are dear on this path.
   reply.headers({
     'x-rate-limit-interval': intervalText,
-    'x-rate-limit-limit': String(limit),
-    'x-rate-limit-reset': String(reset),
+    'x-rate-limit-limit': limit === lastLimit ? lastLimitText : limitText(limit),
+    'x-rate-limit-reset': reset === lastReset ? lastResetText : resetText(reset),
   })
   if (allowed || !enforce) return
   reply.header('retry-after', String(Math.max(1, reset - Math.floor(now / 1000))))
@@ -93,7 +108,7 @@ export function guard(ctx: AppContext) {
         })
       }
       const { principal } = validation
-      return andThen(rateLimit(ctx, reply, `user:${principal.username}`), () => {
+      return andThen(rateLimit(ctx, reply, rateKeyOf(principal)), () => {
         const { username } = request.params as { username: string }
         return andThen(ctx.accounts.find(username), (account) => {
           if (account === undefined) throw new ApiError('noSuchUser')

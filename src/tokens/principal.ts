@@ -11,4 +11,10 @@ export interface Principal {
   exp?: number
   /** A token restricted to IP ranges: whether a client address is in them. */
   allowedIps?: (ip: string) => boolean
+  /** The account's rate-limit key (`user:<username>`), built once per principal. */
+  rateKey?: string
 }
+
+/** The rate-limit key of the account a principal acts for. */
+export const rateKeyOf = (principal: Principal): string =>
+  principal.rateKey ?? `user:${principal.username}`

@@ -27,7 +27,12 @@ export type Validation =
  * few map lookups and no query.
  */
 export class TokenValidator {
-  private readonly verified = new BoundedMap<ParsedToken>(50_000)
+  /**
+   * Verified strings, by their last 16 characters (the end of the signature): a fresh string's
+   * hash costs a pass over it, and a token is about 200 characters. A hit counts only when the
+   * whole string is the same.
+   */
+  private readonly verified = new BoundedMap<{ token: string; parsed: ParsedToken }>(50_000)
   /** One Principal per cached record or verified temporary token. */
   private readonly principals = new WeakMap<TokenRecord | ParsedToken, Principal>()
   private readonly createdSeconds = new WeakMap<AccountRecord, number>()
@@ -55,12 +60,14 @@ export class TokenValidator {
    */
   validate(token: string): Validation | Promise<Validation> {
     // Keys are only ever added, so a string whose signature verified once always will.
-    let parsed = this.verified.get(token)
+    const tail = token.length > 16 ? token.slice(-16) : token
+    const seen = this.verified.get(tail)
+    let parsed = seen !== undefined && seen.token === token ? seen.parsed : undefined
     if (parsed === undefined) {
       parsed = parseToken(token)
       if (parsed === undefined) return { code: 'TokenMalformed' }
       if (!this.verify(parsed)) return { code: 'TokenInvalid', parsed }
-      this.verified.set(token, parsed)
+      this.verified.set(tail, { token, parsed })
     }
     if (parsed.usage === 'tk') {
       if (parsed.payload.exp * 1000 <= this.now()) return { code: 'TokenExpired', parsed }
@@ -72,9 +79,10 @@ export class TokenValidator {
     }
     const permanent = parsed
     const { a } = permanent.payload
-    if (typeof a !== 'string' || !tokenIdPattern.test(a)) return { code: 'TokenRevoked', parsed }
-    const cached = this.cache.get(a)
+    // The cache holds records by their ids alone: a hit needs no check of the id's shape.
+    const cached = typeof a === 'string' ? this.cache.get(a) : undefined
     if (cached !== undefined) return this.againstRecord(permanent, cached)
+    if (typeof a !== 'string' || !tokenIdPattern.test(a)) return { code: 'TokenRevoked', parsed }
     return this.load(a).then((record) => this.againstRecord(permanent, record))
   }
 
@@ -92,7 +100,7 @@ export class TokenValidator {
     }
     let principal = this.principals.get(parsed)
     if (principal === undefined) {
-      principal = { usage: 'tk', username: u, scopes: new Set(scopes), exp }
+      principal = { usage: 'tk', username: u, scopes: new Set(scopes), exp, rateKey: `user:${u}` }
       this.principals.set(parsed, principal)
     }
     return { code: 'TokenValid', parsed, principal }
@@ -148,7 +156,13 @@ export class TokenValidator {
     let principal = this.principals.get(record)
     if (principal === undefined) {
       const { usage, username, scopes, id, allowedIps } = record
-      principal = { usage, username, scopes: new Set(scopes), tokenId: id }
+      principal = {
+        usage,
+        username,
+        scopes: new Set(scopes),
+        tokenId: id,
+        rateKey: `user:${username}`,
+      }
       if (allowedIps != null) principal.allowedIps = ipMatcher(allowedIps)
       this.principals.set(record, principal)
     }

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import type { AppContext } from '../../context.js'
 import { ApiError } from '../../errors.js'
 import type { ParsedToken } from '../../tokens/codec.js'
+import { rateKeyOf } from '../../tokens/principal.js'
 import { isoTime } from '../../tokens/rules.js'
 import type { Validation as Checked } from '../../tokens/validator.js'
 import { accessToken, andThen, rateLimit } from '../guard.js'
@@ -55,9 +56,7 @@ export function retrieveRoute(app: FastifyInstance, ctx: AppContext) {
       const answer = (validation?: Checked) => {
         if (validation !== undefined) ctx.metrics.validated(validation)
         const key =
-          validation?.code === 'TokenValid'
-            ? `user:${validation.principal.username}`
-            : `ip:${request.ip}`
+          validation?.code === 'TokenValid' ? rateKeyOf(validation.principal) : `ip:${request.ip}`
         const respond = () => {
           if (validation === undefined) throw new ApiError('accessTokenRequired')
           reply.type(json)
