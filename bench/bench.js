@@ -3,7 +3,8 @@
 // DATABASE_URL / REDIS_URL add a service on PostgreSQL / Redis beside SQLite's, measured in the
 // same rounds (--scale and the verifier alone then run on PostgreSQL only); BENCH_METRICS=1 turns on
 // the Prometheus listener (METRICS_PORT); BENCH_ONLY=<text> keeps the scenarios naming it
-// (BENCH_ONLY=verifier: the verifier scenario alone, see bench/verifier.js).
+// (BENCH_ONLY=verifier: the verifier scenario alone, see bench/verifier.js); BENCH_EACH=1 prints
+// every run (req/s, CPU µs a request, ratio) as it ends.
 import { execFile, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -21,6 +22,7 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 10)
 const metricsOn = process.env.BENCH_METRICS === '1'
 const only = process.env.BENCH_ONLY
+const each = process.env.BENCH_EACH === '1'
 const exec = promisify(execFile)
 const verifierKey = randomBytes(32).toString('base64url')
 
@@ -240,7 +242,8 @@ async function main() {
     )
     for (let round = 1; round <= rounds; round++) {
       for (const [i, name] of names.entries()) {
-        for (const t of targets) {
+        // The services take turns going first: no one always follows the other's load.
+        for (const t of round % 2 === 1 ? targets : [...targets].reverse()) {
           const s = t.scenarios[i]
           // Each service's ratio against a floor run just before it, with its body size.
           s.floor.push(
@@ -249,6 +252,13 @@ async function main() {
             ),
           )
           s.service.push(await measured(t.service.child.pid, () => loadService(t, s)))
+          if (each) {
+            const [f, r] = [s.floor.at(-1), s.service.at(-1)]
+            process.stdout.write(
+              `    ${label(t.env)}: floor ${fmt(f.rps)} req/s, ${fmt(f.cpuUs, 1)} µs; ` +
+                `service ${fmt(r.rps)} req/s, ${fmt(r.cpuUs, 1)} µs (${fmt(r.rps / f.rps, 2)})\n`,
+            )
+          }
         }
         process.stdout.write(`  round ${round}: ${name}\n`)
       }

@@ -22,7 +22,7 @@
 // About 1.5 minutes a row. BENCH_ONLY=retrieve runs the rows whose name contains any of its
 // comma-separated words (nothing is written to bench/results then); BENCH_KEEP=dir keeps each
 // dump there for callgrind_annotate (with `--perf-basic-prof` among the flags, node's
-// /tmp/perf-<pid>.map names the JIT code). SQLite only; needs valgrind (Debian package
+// /tmp/perf-<pid>.map names the JIT code). SQLite, or with BENCH_FLEET=1 PostgreSQL + Redis (DATABASE_URL, REDIS_URL; printed only); needs valgrind (Debian package
 // `valgrind`).
 import { execFile, spawn } from 'node:child_process'
 import {
@@ -131,8 +131,10 @@ async function dump(pid, env, outDir, name) {
     file = readdirSync(outDir).find((f) => !before.has(f))
   }
   const totals = /^(?:summary|totals): (\d+)/m.exec(readFileSync(path.join(outDir, file), 'utf8'))
-  if (keep)
+  if (keep) {
+    mkdirSync(keep, { recursive: true })
     copyFileSync(path.join(outDir, file), path.join(keep, `${name}.${file.split('.').at(-1)}`))
+  }
   rmSync(path.join(outDir, file))
   return { instructions: Number(totals[1]), at: performance.now() }
 }
@@ -213,8 +215,19 @@ async function main() {
     // Under callgrind the event loop runs tens of times slower: load shedding would answer 503.
     SHED_DELAY_MS: '0',
   }
-  delete env.DATABASE_URL
-  delete env.REDIS_URL
+  // BENCH_FLEET=1 counts the service on DATABASE_URL and REDIS_URL (a schema and key prefix
+  // of its own) instead of SQLite; the floor rows are the same either way.
+  const fleet = process.env.BENCH_FLEET === '1'
+  if (fleet) {
+    if (!env.DATABASE_URL || !env.REDIS_URL)
+      throw new Error('BENCH_FLEET=1 needs DATABASE_URL and REDIS_URL')
+    const run = `${process.pid}_${Date.now()}`
+    env.DATABASE_SCHEMA = `tessera_bench_${run}`
+    env.REDIS_KEY_PREFIX = `tessera-bench-${run}:`
+  } else {
+    delete env.DATABASE_URL
+    delete env.REDIS_URL
+  }
   try {
     const cli = async (...args) =>
       JSON.parse(
@@ -291,7 +304,7 @@ async function main() {
     const rows = only ? all.filter((r) => only.some((w) => r.name.includes(w))) : all
     process.stdout.write(
       `Instructions per request (callgrind), lowest of ${windowCount} windows of ${n} after ` +
-        `${warmup}; node ${nodeFlags.join(' ')}\n`,
+        `${warmup}; node ${nodeFlags.join(' ')}; ${fleet ? 'PostgreSQL + Redis' : 'SQLite'}\n`,
     )
     for (const row of rows) {
       const m = await measure(row.server, row.load, row.name.replace(/\W+/g, '-'))
@@ -312,7 +325,7 @@ async function main() {
       ...rows.map((r) => `| ${r.name} | ${r.instructions} | ${r.ratio.toFixed(2)} |`),
     ]
     process.stdout.write(`${lines.join('\n')}\n`)
-    if (only) return
+    if (only || fleet) return
     const dir = path.join(root, 'bench/results')
     mkdirSync(dir, { recursive: true })
     const result = {
@@ -338,7 +351,16 @@ async function main() {
     process.stdout.write('written to bench/results/instructions-latest.json\n')
   } finally {
     rmSync(dataDir, { recursive: true, force: true })
+    if (fleet) await dropSchema(env)
   }
+}
+
+async function dropSchema(env) {
+  const { default: pg } = await import('pg')
+  const client = new pg.Client({ connectionString: env.DATABASE_URL })
+  await client.connect()
+  await client.query(`drop schema if exists ${env.DATABASE_SCHEMA} cascade`)
+  await client.end()
 }
 
 main().catch((err) => {

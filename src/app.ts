@@ -9,7 +9,13 @@ import { ApiError } from './errors.js'
 import { adminDocs, adminRoutes } from './http/admin/routes.js'
 import { docsPage } from './http/docs-page.js'
 import { guard, rateLimitHeaders } from './http/guard.js'
-import { fastifyLimits, jsonDepthExceeds, limits, nodeServerOptions } from './http/limits.js'
+import {
+  closeSilentConnections,
+  fastifyLimits,
+  jsonDepthExceeds,
+  limits,
+  nodeServerOptions,
+} from './http/limits.js'
 import { openapi } from './http/openapi.js'
 import { OverloadDetector } from './http/overload.js'
 import { healthRoutes, probePaths } from './http/routes/health.js'
@@ -122,6 +128,7 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
   }) as unknown as FastifyInstance
 
   app.server.maxHeadersCount = limits.maxHeaders
+  closeSilentConnections(app.server)
   metricsHooks(app, ctx)
   const overload = new OverloadDetector(ctx.config.shedDelayMs)
   app.addHook('onClose', async () => overload.close())

@@ -1,5 +1,7 @@
+import { createServer } from 'node:http'
+import { connect, type Socket } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { jsonDepthExceeds, limits } from '../../src/http/limits.js'
+import { closeSilentConnections, jsonDepthExceeds, limits } from '../../src/http/limits.js'
 import { all, call, type Harness, harness } from '../helpers.js'
 
 let h: Harness
@@ -66,6 +68,70 @@ describe('jsonDepthExceeds', () => {
     expect(jsonDepthExceeds('{"a":[[[1]]]}', 3)).toBe(true)
     expect(jsonDepthExceeds('{"a":"[[[[[[\\"[[[["}', 1)).toBe(false)
     expect(jsonDepthExceeds('[{}][{}][{}]', 2)).toBe(false)
+  })
+})
+
+describe('closeSilentConnections', () => {
+  const silentMs = 400
+  const everyMs = 50
+  // 1 MB a response: more than the kernel's buffers take for a client that does not read.
+  const big = Buffer.alloc(1 << 20, 'x')
+  const server = createServer((request, response) => {
+    response.end(request.url === '/big' ? big : 'ok')
+  })
+  let port = 0
+  beforeAll(async () => {
+    closeSilentConnections(server, silentMs, everyMs)
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    port = (server.address() as { port: number }).port
+  })
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())))
+
+  /**
+   * Connects, writes `first`, and resolves with the ms until the server closed its side (-1 if
+   * it had not within `within`): measured at the server, as a client that does not read never
+   * learns of the close.
+   */
+  const closedAfter = (first: string, within: number, onOpen?: (socket: Socket) => void) =>
+    new Promise<number>((resolve) => {
+      const started = Date.now()
+      const client = connect(port, '127.0.0.1')
+      const done = (ms: number) => {
+        clearTimeout(giveUp)
+        client.destroy()
+        resolve(ms)
+      }
+      const giveUp = setTimeout(() => done(-1), within)
+      server.once('connection', (socket) => socket.on('close', () => done(Date.now() - started)))
+      client.on('connect', () => {
+        if (first !== '') client.write(first)
+        onOpen?.(client)
+      })
+      client.on('error', () => {})
+    })
+
+  it('closes a connection that sends nothing after silentMs to silentMs + everyMs', async () => {
+    const ms = await closedAfter('', 3_000)
+    expect(ms).toBeGreaterThanOrEqual(silentMs)
+    expect(ms).toBeLessThan(silentMs + everyMs + 300)
+  })
+
+  it('closes a client that asked for a large response and stopped reading it', async () => {
+    const ms = await closedAfter('GET /big HTTP/1.1\r\nHost: x\r\n\r\n', 3_000, (socket) =>
+      socket.pause(),
+    )
+    expect(ms).toBeGreaterThanOrEqual(silentMs)
+    expect(ms).toBeLessThan(silentMs + everyMs + 300)
+  })
+
+  it('keeps a connection that carries a request every 100 ms', async () => {
+    let timer: NodeJS.Timeout | undefined
+    const ms = await closedAfter('', 1_500, (socket) => {
+      socket.resume()
+      timer = setInterval(() => socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n'), 100)
+    })
+    clearInterval(timer)
+    expect(ms).toBe(-1)
   })
 })
 
