@@ -22,8 +22,8 @@
 // About 1.5 minutes a row. BENCH_ONLY=retrieve runs the rows whose name contains any of its
 // comma-separated words (nothing is written to bench/results then); BENCH_KEEP=dir keeps each
 // dump there for callgrind_annotate (with `--perf-basic-prof` among the flags, node's
-// /tmp/perf-<pid>.map names the JIT code). SQLite, or with BENCH_FLEET=1 PostgreSQL + Redis (DATABASE_URL, REDIS_URL; printed only); needs valgrind (Debian package
-// `valgrind`).
+// /tmp/perf-<pid>.map names the JIT code). SQLite, or with BENCH_FLEET=1 PostgreSQL + Redis
+// (DATABASE_URL, REDIS_URL; printed, not written); needs valgrind (Debian package `valgrind`).
 import { execFile, spawn } from 'node:child_process'
 import {
   copyFileSync,
