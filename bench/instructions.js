@@ -23,7 +23,8 @@
 // comma-separated words (nothing is written to bench/results then); BENCH_KEEP=dir keeps each
 // dump there for callgrind_annotate (with `--perf-basic-prof` among the flags, node's
 // /tmp/perf-<pid>.map names the JIT code). SQLite, or with BENCH_FLEET=1 PostgreSQL + Redis
-// (DATABASE_URL, REDIS_URL; printed, not written); needs valgrind (Debian package `valgrind`).
+// (DATABASE_URL, REDIS_URL; printed, not written); BENCH_PRIME=N serves N creates before each
+// retrieve row's warm-up. Needs valgrind (Debian package `valgrind`).
 import { execFile, spawn } from 'node:child_process'
 import {
   copyFileSync,
@@ -150,7 +151,11 @@ async function measure(server, load, name) {
   try {
     const started = await underCallgrind(outDir, server.args, server.env, server.ready)
     child = started.child
-    const url = `${server.origin(started.match)}${load.route}`
+    const origin = server.origin(started.match)
+    const url = `${origin}${load.route}`
+    if (load.prime !== undefined) {
+      await send(agent, `${origin}${load.prime.route}`, load.prime, load.prime.count)
+    }
     await send(agent, url, load, warmup)
     await control(child.pid, server.env, '-i', 'on')
     let last = await dump(child.pid, server.env, outDir, `${name}.on`)
@@ -301,6 +306,15 @@ async function main() {
         load: { route: `/tokens/v2/bench?access_token=${sk}`, method: 'POST', body },
       },
     ]
+    // BENCH_PRIME=N: N creates before each retrieve row's warm-up, as a running service has
+    // served them (what they leave in the JIT's type feedback is then counted).
+    const prime = Number(process.env.BENCH_PRIME ?? 0)
+    if (prime > 0) {
+      for (const row of all.filter((r) => r.name.startsWith('retrieve'))) {
+        row.name = `${row.name}, after ${prime} creates`
+        row.load.prime = { ...all.at(-1).load, count: prime }
+      }
+    }
     const rows = only ? all.filter((r) => only.some((w) => r.name.includes(w))) : all
     process.stdout.write(
       `Instructions per request (callgrind), lowest of ${windowCount} windows of ${n} after ` +
