@@ -11,7 +11,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { cpus, tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
-import { api } from './api.js'
+import { api, dropSchema } from './api.js'
 import { generator, load } from './load.js'
 import { benchVerifier } from './verifier.js'
 
@@ -344,14 +344,6 @@ function sideBySide([sqlite, fleet]) {
       return `| ${r.scenario} | ${fmt(r.ratio, 2)} (${spread(r.ratios)}) | ${fmt(f.ratio, 2)} (${spread(f.ratios)}) | ${fmt(f.ratio / r.ratio, 2)} |`
     }),
   ]
-}
-
-async function dropSchema(env) {
-  const { default: pg } = await import('pg')
-  const client = new pg.Client({ connectionString: env.DATABASE_URL })
-  await client.connect()
-  await client.query(`drop schema if exists ${env.DATABASE_SCHEMA} cascade`)
-  await client.end()
 }
 
 const dialectOf = (env) => (env.DATABASE_URL ? 'postgres' : 'sqlite')

@@ -18,6 +18,7 @@ import path from 'node:path'
 import { connect, createSecureContext } from 'node:tls'
 import { fileURLToPath } from 'node:url'
 import { parseArgs, promisify } from 'node:util'
+import { dropSchema } from './api.js'
 import { enc, generate } from './fuzz-grammar.js'
 
 export { generate, mix } from './fuzz-grammar.js'
@@ -506,14 +507,6 @@ async function main() {
     if (env.DATABASE_SCHEMA?.startsWith('tessera_fuzz_')) await dropSchema(env)
   }
   if (!ok) process.exitCode = 1
-}
-
-async function dropSchema(env) {
-  const { default: pg } = await import('pg')
-  const client = new pg.Client({ connectionString: env.DATABASE_URL })
-  await client.connect()
-  await client.query(`drop schema if exists ${env.DATABASE_SCHEMA} cascade`)
-  await client.end()
 }
 
 const entry = process.argv[1]

@@ -39,6 +39,7 @@ import { Agent, request } from 'node:https'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
+import { dropSchema } from './api.js'
 
 const root = path.resolve(import.meta.dirname, '..')
 const exec = promisify(execFile)
@@ -367,14 +368,6 @@ async function main() {
     rmSync(dataDir, { recursive: true, force: true })
     if (fleet) await dropSchema(env)
   }
-}
-
-async function dropSchema(env) {
-  const { default: pg } = await import('pg')
-  const client = new pg.Client({ connectionString: env.DATABASE_URL })
-  await client.connect()
-  await client.query(`drop schema if exists ${env.DATABASE_SCHEMA} cascade`)
-  await client.end()
 }
 
 main().catch((err) => {
