@@ -1,20 +1,31 @@
 import type { FastifyRequest } from 'fastify'
 import type { Actor, SignInMethod } from '../audit/events.js'
 
-/** The actor of a request for the audit log: who, plus the client address and request id. */
+/**
+ * The actor of a request for the audit log: who, plus the client address and request id. Built
+ * field by field: a spread of the callers' differently shaped `who` went megamorphic and cost a
+ * create about 2 % of its time.
+ */
 export function actorOf(request: FastifyRequest, who: Omit<Actor, 'address' | 'requestId'>): Actor {
-  return { ...who, address: request.ip, requestId: String(request.id) }
+  const actor: Actor = { type: who.type }
+  if (who.id !== undefined) actor.id = who.id
+  if (who.usage !== undefined) actor.usage = who.usage
+  if (who.login !== undefined) actor.login = who.login
+  if (who.method !== undefined) actor.method = who.method
+  actor.address = request.ip
+  actor.requestId = String(request.id)
+  return actor
 }
 
 /** The token that authorised an API request (a tk has no id). */
 export function tokenActor(request: FastifyRequest): Actor {
   const principal = request.principal
   if (principal === null) return actorOf(request, { type: 'anonymous' })
-  return actorOf(request, {
-    type: 'token',
-    usage: principal.usage,
-    ...(principal.tokenId === undefined ? {} : { id: principal.tokenId }),
-  })
+  const actor: Actor = { type: 'token', usage: principal.usage }
+  if (principal.tokenId !== undefined) actor.id = principal.tokenId
+  actor.address = request.ip
+  actor.requestId = String(request.id)
+  return actor
 }
 
 /**

@@ -24,6 +24,15 @@ export function randomAlnum(length: number): string {
   return out
 }
 
+const base32 = 'abcdefghijklmnopqrstuvwxyz234567'
+
+/** `length` characters of [a-z2-7], uniform (32 divides 256: no byte is rejected). */
+export function randomBase32(length: number): string {
+  let out = ''
+  for (let i = 0; i < length; i++) out += base32[nextByte() & 31]
+  return out
+}
+
 export const newTokenId = () => `c${randomAlnum(24)}`
 
 export const tokenIdPattern = /^c[a-z0-9]{24}$/
