@@ -1,7 +1,9 @@
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { auditEvent, cliActor } from '../../src/audit/events.js'
+import { toOutboxRow, toRow } from '../../src/db/audit.js'
 import { insertWithEvents } from '../../src/db/creates.js'
+import { fromToken } from '../../src/db/repositories.js'
 import { dialect } from '../dialect.js'
 import { all, type Harness, harness } from '../helpers.js'
 
@@ -66,6 +68,60 @@ describe('creates: the token, its audit event and its outbox row together', () =
       .executeTakeFirstOrThrow()
     expect(Number(auditAfter.n)).toBe(Number(auditBefore.n))
     expect((await outbox()).length).toBe(outboxBefore)
+  })
+
+  it('stores every column as given: quotes, backslashes, JSON escapes, non-BMP and line separators', async () => {
+    const account = await h.ctx.accounts.find('bob')
+    if (account === undefined) throw new Error('no bob')
+    const note = 'a "quoted" \\ back\\slash, \\u0000 as text, \u2028 \u00e9 \u{1f600} {"x":[1]}'
+    const record = h.ctx.tokens.newRecord(account, {
+      note,
+      scopes: ['styles:read'],
+      allowedUrls: null,
+    })
+    const event = auditEvent(
+      Date.parse('2026-11-24T10:00:00.000Z'),
+      'token.created',
+      { type: 'token', usage: 'sk', id: 'cactor', address: '::1', requestId: 'req-"1"' },
+      { type: 'token', id: record.id },
+      'bob',
+      { note, n: 1 },
+    )
+    await insertWithEvents(h.ctx.db, [record], [event])
+    const token = await h.ctx.db
+      .selectFrom('tokens')
+      .select([
+        'id',
+        'username',
+        'usage',
+        'is_default',
+        'scopeless',
+        'key_id',
+        'created',
+        'modified',
+        'document',
+      ])
+      .where('id', '=', record.id)
+      .executeTakeFirstOrThrow()
+    expect({
+      ...token,
+      is_default: Number(token.is_default),
+      scopeless: Number(token.scopeless),
+    }).toEqual(fromToken(record))
+    expect(JSON.parse(token.document).note).toBe(note)
+    const audit = await h.ctx.db
+      .selectFrom('audit_events')
+      .selectAll()
+      .where('id', '=', event.id)
+      .executeTakeFirstOrThrow()
+    expect(audit).toEqual(toRow(event))
+    const row = await h.ctx.db
+      .selectFrom('event_outbox')
+      .select(['event_id', 'at', 'action', 'username', 'body'])
+      .where('event_id', '=', event.id)
+      .executeTakeFirstOrThrow()
+    expect(row).toEqual(toOutboxRow(event))
+    expect(JSON.parse(row.body)).toEqual(event)
   })
 
   it('is one statement on PostgreSQL (one round trip), one transaction of runs on SQLite', async () => {
