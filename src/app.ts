@@ -1,4 +1,10 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type {
+  FastifyBaseLogger,
+  FastifyError,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+} from 'fastify'
 import Fastify from 'fastify'
 import type { Logger } from 'pino'
 import { configuredOrigin } from './config.js'
@@ -8,6 +14,7 @@ import { isUnavailable } from './db/database.js'
 import { ApiError } from './errors.js'
 import { adminDocs, adminRoutes } from './http/admin/routes.js'
 import { docsPage } from './http/docs-page.js'
+import { inFront, retrieveFastPath } from './http/fast-path.js'
 import { guard, rateLimitHeaders } from './http/guard.js'
 import {
   closeSilentConnections,
@@ -88,6 +95,26 @@ function requestIds() {
 }
 const isProbe = (request: FastifyRequest) => probePaths.has(request.routeOptions.url ?? '')
 
+/**
+ * What the error handler answers to an error: the contract's own errors as they are, Fastify's
+ * refusals of a body as the contract's 422, an unreachable database as 503, anything else as a
+ * logged 500.
+ */
+function errorOf(ctx: AppContext, error: unknown, log: FastifyBaseLogger | Logger | undefined) {
+  if (error instanceof ApiError) return error
+  const { statusCode, message } = (error ?? {}) as { statusCode?: number; message?: string }
+  if (statusCode !== undefined && statusCode >= 400 && statusCode < 500) {
+    return new ApiError('invalidResources', message)
+  }
+  if (isUnavailable(error)) {
+    ctx.metrics.databaseErrors.request++
+    log?.warn({ err: message }, 'database unavailable')
+    return new ApiError('unavailable')
+  }
+  log?.error({ err: error }, 'unhandled error')
+  return new ApiError('internal')
+}
+
 export interface AppOptions {
   logger?: Logger
   https?: { cert: Buffer; key: Buffer }
@@ -98,6 +125,7 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
   const log = options.logger
   const requestLogging = log?.isLevelEnabled('info') === true
   const logOf = (request: FastifyRequest) => (requestLogging ? request.log : (log ?? request.log))
+  const requestId = requestIds()
   const app = Fastify({
     // Fastify is given the logger only to log requests (at info). Above info, it would still do
     // work for every request (a child logger, the request-logging hooks) to log nothing.
@@ -111,7 +139,7 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
     // Request ids name a request in the log and the audit log: unique across restarts and
     // instances, or the caller's own `X-Request-Id` when it is a plain token of at most 64.
     requestIdHeader: false,
-    genReqId: requestIds(),
+    genReqId: requestId,
     routerOptions: {
       ignoreTrailingSlash: true,
       ignoreDuplicateSlashes: true,
@@ -182,6 +210,24 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
     }
     done()
   })
+  // Retrieve skips Fastify's work whenever it can (see fast-path.ts).
+  let closing = false
+  app.addHook('preClose', (done) => {
+    closing = true
+    done()
+  })
+  const fast = retrieveFastPath({
+    ctx,
+    parseQuery,
+    cors,
+    refusing: () => !ctx.ready || overload.shedding || closing,
+    trustProxy: http.trustProxy,
+    requestLog: requestLogging ? app.log : undefined,
+    requestId,
+    errorOf: (error, log) => errorOf(ctx, error, log ?? options.logger),
+  })
+  inFront(app.server, fast)
+
   // Authenticated routes (those naming a scope) run the guard first, before the body is read.
   const authenticate = guard(ctx)
   app.addHook('onRoute', (route) => {
@@ -203,21 +249,8 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
   })
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    if (error instanceof ApiError) return reply.code(error.statusCode).send(error.toJSON())
-    // Fastify's own refusals of a body (too large, unreadable) are the contract's 422.
-    if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
-      const invalid = new ApiError('invalidResources', error.message)
-      return reply.code(invalid.statusCode).send(invalid.toJSON())
-    }
-    if (isUnavailable(error)) {
-      ctx.metrics.databaseErrors.request++
-      logOf(request).warn({ err: error.message }, 'database unavailable')
-      const unavailable = new ApiError('unavailable')
-      return reply.code(unavailable.statusCode).send(unavailable.toJSON())
-    }
-    logOf(request).error({ err: error }, 'unhandled error')
-    const internal = new ApiError('internal')
-    return reply.code(internal.statusCode).send(internal.toJSON())
+    const answer = errorOf(ctx, error, logOf(request))
+    return reply.code(answer.statusCode).send(answer.toJSON())
   })
   app.setNotFoundHandler(async (_request, reply) => {
     const notFound = new ApiError('notFound')

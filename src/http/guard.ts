@@ -23,13 +23,19 @@ export const rateLimitHeaders = [
   'Retry-After',
 ]
 
+/** Where the rate limit's headers go: a Fastify reply, or the fast path's header list. */
+export interface HeaderSink {
+  headers(values: Record<string, string>): unknown
+  header(name: string, value: string): unknown
+}
+
 /**
  * Counts one request against `key` and sets the contract's headers; past the limit, refuses it
  * with 429 unless `enforce` is false (a request already refused for another reason).
  */
 export function rateLimit(
   ctx: AppContext,
-  reply: FastifyReply,
+  reply: HeaderSink,
   key: string,
   enforce = true,
 ): void | Promise<void> {
@@ -58,7 +64,7 @@ const resetText = (reset: number) => {
 
 function applyLimit(
   ctx: AppContext,
-  reply: FastifyReply,
+  reply: HeaderSink,
   result: RateLimitResult,
   now: number,
   enforce: boolean,

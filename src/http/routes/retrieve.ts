@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http'
 import type { FastifyInstance } from 'fastify'
 import type { AppContext } from '../../context.js'
 import { ApiError } from '../../errors.js'
@@ -5,7 +6,7 @@ import type { ParsedToken } from '../../tokens/codec.js'
 import { rateKeyOf } from '../../tokens/principal.js'
 import { isoTime } from '../../tokens/rules.js'
 import type { Validation as Checked } from '../../tokens/validator.js'
-import { accessToken, andThen, rateLimit } from '../guard.js'
+import { accessToken, andThen, type HeaderSink, rateLimit } from '../guard.js'
 import { AccessTokenQuery, errorResponses, Validation } from '../schemas.js'
 
 /**
@@ -41,6 +42,46 @@ function buildBody(parsed: ParsedToken) {
   }
 }
 
+type Valid = Extract<Checked, { code: 'TokenValid' }>
+
+/**
+ * Validations the fast path began and left to the route (a token not cached yet, or not
+ * valid): the route goes on with them. A request validates its token once: a validation
+ * counts the token's usage, and a bad signature is not checked twice.
+ */
+export const handedOver = new WeakMap<IncomingMessage, Checked | Promise<Checked>>()
+
+/**
+ * Retrieve's answer to a valid token: counted against its account's limit (the limit's headers
+ * go to `sink`), then its body. Shared by the route and the fast path (fast-path.ts).
+ */
+export function answerValid(ctx: AppContext, validation: Valid, sink: HeaderSink) {
+  ctx.metrics.validated(validation)
+  return andThen(rateLimit(ctx, sink, rateKeyOf(validation.principal)), () => {
+    sink.header('content-type', json)
+    return `{"code":"TokenValid","token":${tokenJson(validation.parsed)}}`
+  })
+}
+
+/**
+ * Retrieve's answer to a token that is not valid, or to no token: counted against the caller's
+ * address, then the code and what the token says (or 401 when there was no token).
+ */
+export function answerInvalid(
+  ctx: AppContext,
+  validation: Exclude<Checked, Valid> | undefined,
+  ip: string | undefined,
+  sink: HeaderSink,
+) {
+  if (validation !== undefined) ctx.metrics.validated(validation)
+  return andThen(rateLimit(ctx, sink, `ip:${ip}`), () => {
+    if (validation === undefined) throw new ApiError('accessTokenRequired')
+    sink.header('content-type', json)
+    if (validation.code === 'TokenMalformed') return '{"code":"TokenMalformed"}'
+    return `{"code":"${validation.code}","token":${tokenJson(validation.parsed)}}`
+  })
+}
+
 export function retrieveRoute(app: FastifyInstance, ctx: AppContext) {
   app.get(
     '/tokens/v2',
@@ -53,21 +94,13 @@ export function retrieveRoute(app: FastifyInstance, ctx: AppContext) {
     },
     // Not async: a cached or temporary token is answered without a promise.
     (request, reply) => {
-      const answer = (validation?: Checked) => {
-        if (validation !== undefined) ctx.metrics.validated(validation)
-        const key =
-          validation?.code === 'TokenValid' ? rateKeyOf(validation.principal) : `ip:${request.ip}`
-        const respond = () => {
-          if (validation === undefined) throw new ApiError('accessTokenRequired')
-          reply.type(json)
-          if (validation.code === 'TokenMalformed') return '{"code":"TokenMalformed"}'
-          return `{"code":"${validation.code}","token":${tokenJson(validation.parsed)}}`
-        }
-        return andThen(rateLimit(ctx, reply, key), respond)
-      }
+      const answer = (validation?: Checked) =>
+        validation?.code === 'TokenValid'
+          ? answerValid(ctx, validation, reply)
+          : answerInvalid(ctx, validation, request.ip, reply)
       const token = accessToken(request)
       if (token === undefined) return answer()
-      return andThen(ctx.tokens.validate(token), answer)
+      return andThen(handedOver.get(request.raw) ?? ctx.tokens.validate(token), answer)
     },
   )
 }

@@ -1,0 +1,290 @@
+import { request } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import type { FastifyInstance } from 'fastify'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { buildApp } from '../../src/app.js'
+import type { Env } from '../../src/config.js'
+import { postgresChanges, sqliteChanges } from '../../src/db/changes.js'
+import { createLogger } from '../../src/http/logging.js'
+import { RedisRateLimiter } from '../../src/ratelimit/redis.js'
+import { randomAlnum } from '../../src/tokens/ids.js'
+import { all, call, type Harness, harness } from '../helpers.js'
+
+/**
+ * Retrieve is answered ahead of Fastify when it can be (src/http/fast-path.ts). Every answer
+ * of the fast path is held against Fastify's own for the same request: `app.inject` calls
+ * Fastify's handler directly, a request over the socket meets the fast path first. Same status,
+ * same headers in the same order, same body, same log lines, same metrics. Redis is used for
+ * the rate limit when TEST_REDIS_URL is given (its answers may then come after a round trip).
+ */
+const redisEnv = (): Env =>
+  process.env.TEST_REDIS_URL
+    ? { REDIS_URL: process.env.TEST_REDIS_URL, REDIS_KEY_PREFIX: `tessera-test-${randomAlnum(8)}:` }
+    : {}
+
+/** Headers Node adds on the socket and light-my-request does not (or differently). */
+const transport = new Set(['date', 'connection', 'keep-alive', 'transfer-encoding'])
+
+interface Answer {
+  status: number
+  headers: [string, string][]
+  body: string
+}
+
+let h: Harness | undefined
+let app: FastifyInstance | undefined
+afterEach(async () => {
+  await app?.close()
+  await h?.close()
+  app = undefined
+  h = undefined
+})
+
+/**
+ * A harness and an app of its own listening on a port, with an onRequest hook that records
+ * what reached Fastify, and its log lines at info.
+ */
+async function serving(env: Env, logLevel = 'info') {
+  h = await harness({ METRICS_PORT: '0', ...redisEnv(), ...env })
+  const limiter = h.ctx.rateLimiter
+  if (limiter instanceof RedisRateLimiter) {
+    await vi.waitFor(() => expect(limiter.shared).toBe(true), { timeout: 10_000 })
+  }
+  await caughtUp(h)
+  const lines: string[] = []
+  app = buildApp(h.ctx, { logger: createLogger(logLevel, { write: (l: string) => lines.push(l) }) })
+  const fastify: string[] = []
+  app.addHook('onRequest', (request, _reply, done) => {
+    fastify.push(`${request.method} ${request.url}`)
+    done()
+  })
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const { port } = app.server.address() as AddressInfo
+  const served = app
+  return {
+    h,
+    lines,
+    /** What reached Fastify's hooks, as `METHOD url`. */
+    fastify,
+    /** Over the socket: the fast path first. */
+    socket: (url: string, method = 'GET', headers: Record<string, string> = {}) =>
+      new Promise<Answer>((resolve, reject) => {
+        const req = request({ host: '127.0.0.1', port, path: url, method, headers }, (res) => {
+          let body = ''
+          res.setEncoding('utf8')
+          res.on('data', (d) => {
+            body += d
+          })
+          res.on('end', () => {
+            const pairs: [string, string][] = []
+            for (let i = 0; i < res.rawHeaders.length; i += 2) {
+              const name = (res.rawHeaders[i] as string).toLowerCase()
+              if (!transport.has(name)) pairs.push([name, res.rawHeaders[i + 1] as string])
+            }
+            resolve({ status: res.statusCode as number, headers: pairs, body })
+          })
+        })
+        req.on('error', reject)
+        req.end()
+      }),
+    /** Fastify alone. */
+    inject: async (url: string, method: 'GET' | 'HEAD' = 'GET', headers = {}): Promise<Answer> => {
+      const res = await served.inject({ method, url, headers })
+      const pairs = Object.entries(res.headers)
+        .filter(([name]) => !transport.has(name))
+        .map(([name, value]) => [name, String(value)] as [string, string])
+      return { status: res.statusCode, headers: pairs, body: res.body }
+    },
+  }
+}
+
+/**
+ * Waits until the caches keep records, and every change notified so far has reached them. Till
+ * the change feed is live nothing is cached (PostgreSQL: it connects and LISTENs after start),
+ * and a late notice of the harness's own writes (alice's and bob's accounts) empties an entry:
+ * either way a request a test expects on the fast path would go to Fastify. The feed keeps
+ * order, so once a notice of our own is in, every earlier one is.
+ */
+async function caughtUp(h: Harness) {
+  await vi.waitFor(() => expect(h.ctx.feedLive).toBe(true), { timeout: 10_000 })
+  const { db, config, log } = h.ctx
+  const changes =
+    config.db.kind === 'postgres' ? postgresChanges(config.db, log) : sqliteChanges(db, log)
+  const seen = vi.spyOn(h.ctx.tokens.directory, 'invalidate')
+  const probe = `probe-${randomAlnum(8)}`
+  await changes.notify(db, `account:${probe}`)
+  await vi.waitFor(() => expect(seen).toHaveBeenCalledWith(probe), { timeout: 5_000 })
+  seen.mockRestore()
+}
+
+const retrieve = (token: string) => `/tokens/v2?access_token=${token}`
+
+describe('the fast path of retrieve', () => {
+  it('answers pk, sk and tk exactly as the route does, without Fastify', async () => {
+    const s = await serving({ RATE_LIMIT_PER_MINUTE: '1000' })
+    const pk = s.h.alice.defaultToken.token as string
+    const sk = (await s.h.token('alice', all)).token
+    const tk = await call(s.h.app, 'POST', '/tokens/v2/alice', sk, {
+      expires: new Date(s.h.clock.now + 600_000).toISOString(),
+      scopes: ['tokens:read'],
+    })
+    expect(tk.status).toBe(200)
+    for (const token of [pk, sk, tk.body.token as string]) {
+      // Fastify first: an sk not yet cached (PostgreSQL) is found by the route, then cached.
+      const route = await s.inject(retrieve(token))
+      s.fastify.length = 0
+      const fast = await s.socket(retrieve(token))
+      expect(s.fastify).toEqual([])
+      expect(fast).toEqual(route)
+      expect(fast.status).toBe(200)
+      expect(fast.headers.map(([name]) => name)).toEqual([
+        'access-control-allow-origin',
+        'access-control-expose-headers',
+        'x-rate-limit-interval',
+        'x-rate-limit-limit',
+        'x-rate-limit-reset',
+        'content-type',
+        'content-length',
+      ])
+      expect(JSON.parse(fast.body).code).toBe('TokenValid')
+    }
+  })
+
+  it('refuses past the limit exactly as the route does, and counts both in the metrics', async () => {
+    const s = await serving({ RATE_LIMIT_PER_MINUTE: '2' })
+    const alice = s.h.alice.defaultToken.token as string
+    const bob = s.h.bob.defaultToken.token as string
+    const fast: Answer[] = []
+    const route: Answer[] = []
+    // Validated once, uncounted: a token not yet cached goes to Fastify (see below).
+    await s.h.ctx.tokens.validate(alice)
+    for (let i = 0; i < 3; i++) route.push(await s.inject(retrieve(bob)))
+    s.fastify.length = 0
+    for (let i = 0; i < 3; i++) fast.push(await s.socket(retrieve(alice)))
+    expect(s.fastify).toEqual([])
+    expect(fast.map((a) => a.status)).toEqual([200, 200, 429])
+    expect(route.map((a) => a.status)).toEqual([200, 200, 429])
+    expect(fast[2]).toEqual(route[2])
+    expect(fast[2]?.body).toBe('{"message":"Too Many Requests"}')
+    expect(fast[2]?.headers.find(([name]) => name === 'retry-after')?.[1]).toBe('60')
+    // Counted once the answer is out (as Fastify does): maybe after the client has it.
+    const counts = () =>
+      [...(s.h as Harness).ctx.metrics.requests.counts()]
+        .filter(([labels]) => labels.route === '/tokens/v2')
+        .map(([labels, n]) => `${labels.method} ${labels.status} ${n}`)
+        .sort()
+    await vi.waitFor(() => expect(counts()).toEqual(['GET 200 4', 'GET 429 2']))
+    expect(s.h.ctx.metrics.rateLimit).toMatchObject({ allowed: 4, limited: 2 })
+  })
+
+  it('logs the same two lines as Fastify, with its own request id and the token redacted', async () => {
+    const s = await serving({ RATE_LIMIT_PER_MINUTE: '1000' })
+    const pk = s.h.alice.defaultToken.token as string
+    s.lines.length = 0
+    await s.inject(retrieve(pk))
+    const route = s.lines.splice(0)
+    await s.socket(retrieve(pk))
+    await vi.waitFor(() => expect(s.lines).toHaveLength(2))
+    const fast = s.lines.splice(0)
+    const shape = (line: string) => {
+      const { time, pid, hostname, reqId, responseTime, ...rest } = JSON.parse(line)
+      expect(typeof responseTime === 'number' || responseTime === undefined).toBe(true)
+      expect(typeof reqId).toBe('string')
+      return rest
+    }
+    expect(fast.map(shape)).toEqual(route.map(shape))
+    expect(fast.map(shape)).toEqual([
+      {
+        level: 30,
+        req: {
+          method: 'GET',
+          url: '/tokens/v2?access_token=[redacted]',
+          remoteAddress: '127.0.0.1',
+        },
+        msg: 'incoming request',
+      },
+      { level: 30, res: { statusCode: 200 }, msg: 'request completed' },
+    ])
+    const ids = [...route, ...fast].map((l) => JSON.parse(l).reqId)
+    expect(ids[0]).toBe(ids[1])
+    expect(ids[2]).toBe(ids[3])
+    expect(ids[0]).not.toBe(ids[2])
+    expect(fast.join('')).not.toContain(pk)
+  })
+
+  it('answers tokens not valid as the route does, and leaves the rest to Fastify uncounted', async () => {
+    const s = await serving({ RATE_LIMIT_PER_MINUTE: '1000' })
+    const pk = s.h.alice.defaultToken.token as string
+    const gone = await s.h.token('alice', ['styles:read'])
+    const sk = (await s.h.token('alice', all)).token
+    expect((await call(s.h.app, 'DELETE', `/tokens/v2/alice/${gone.id}`, sk)).status).toBe(204)
+    // Not valid, counted against the caller's address: answered here too.
+    for (const [url, code] of [
+      ['/tokens/v2?access_token=not-a-token', 'TokenMalformed'],
+      [retrieve(`${pk.slice(0, -2)}AA`), 'TokenInvalid'],
+    ] as const) {
+      const route = await s.inject(url)
+      s.fastify.length = 0
+      const fast = await s.socket(url)
+      expect(s.fastify, url).toEqual([])
+      expect(fast, url).toEqual(route)
+      expect(JSON.parse(fast.body).code).toBe(code)
+    }
+    const others: [string, 'GET' | 'HEAD'][] = [
+      ['/tokens/v2?access_token=', 'GET'],
+      ['/tokens/v2?other=1', 'GET'],
+      // Deleted: its record is not cached, so the route looks it up (and answers TokenRevoked).
+      [retrieve(gone.token), 'GET'],
+      [`/tokens/v2/?access_token=${pk}`, 'GET'],
+      [`//tokens/v2?access_token=${pk}`, 'GET'],
+      [retrieve(pk), 'HEAD'],
+    ]
+    for (const [url, method] of others) {
+      const route = await s.inject(url, method)
+      s.fastify.length = 0
+      const socket = await s.socket(url, method)
+      expect(s.fastify, url).toEqual([`${method} ${url}`])
+      expect(socket, url).toEqual(route)
+    }
+  })
+
+  it('leaves a token not yet cached to the route, which validates it once', async () => {
+    const s = await serving({ RATE_LIMIT_PER_MINUTE: '1000' })
+    const bob = s.h.bob.defaultToken
+    const url = retrieve(bob.token as string)
+    const first = await s.socket(url)
+    expect(s.fastify).toEqual([`GET ${url}`])
+    s.fastify.length = 0
+    const second = await s.socket(url)
+    expect(s.fastify).toEqual([])
+    expect(second).toEqual(first)
+    // Each validation counts the token's usage: two requests, two validations.
+    await s.h.ctx.usage.flush()
+    const { hours } = await s.h.ctx.usage.activity(bob.id)
+    expect(hours.map((h) => h.count)).toEqual([2])
+  })
+
+  it('takes HTTPS behind a proxy, and leaves plain HTTP and logged requests to Fastify', async () => {
+    const url = (s: Harness) => retrieve(s.alice.defaultToken.token as string)
+    const https = { 'x-forwarded-proto': 'https' }
+    const quiet = await serving({ RATE_LIMIT_PER_MINUTE: '1000', TRUST_PROXY: '1' }, 'warn')
+    expect((await quiet.socket(url(quiet.h))).status).toBe(403)
+    expect((await quiet.socket(url(quiet.h), 'GET', https)).status).toBe(200)
+    quiet.fastify.length = 0
+    expect((await quiet.socket(url(quiet.h), 'GET', https)).status).toBe(200)
+    expect(quiet.fastify).toEqual([])
+    // Not valid: counted against the client's address from X-Forwarded-For, by Fastify.
+    const junk = '/tokens/v2?access_token=not-a-token'
+    const forwarded = { ...https, 'x-forwarded-for': '203.0.113.9' }
+    expect((await quiet.socket(junk, 'GET', forwarded)).body).toBe('{"code":"TokenMalformed"}')
+    expect(quiet.fastify).toEqual([`GET ${junk}`])
+    await app?.close()
+    await h?.close()
+    // Logged, the address is the client's from X-Forwarded-For: Fastify's work, so its path.
+    const logged = await serving({ RATE_LIMIT_PER_MINUTE: '1000', TRUST_PROXY: '1' })
+    await logged.socket(url(logged.h), 'GET', https)
+    logged.fastify.length = 0
+    expect((await logged.socket(url(logged.h), 'GET', https)).status).toBe(200)
+    expect(logged.fastify).toEqual([`GET ${url(logged.h)}`])
+  })
+})
