@@ -28,9 +28,13 @@ export function createDatabase(config: Config['db']): Db {
       query_timeout: 5000,
       ...(config.schema ? { options: `-c search_path=${config.schema}` } : {}),
     })
-    // An idle client's error (the server went away) must not crash the process; the pool drops
-    // that client and the next query connects afresh.
+    // A client's error (the server went away) must not crash the process. Idle, the pool drops
+    // that client and says so here; checked out, pg-pool takes its own listener off and the
+    // client emits the error with no one listening (the process dies): each client gets one for
+    // its life. The query in flight fails with the error (503), and the pool drops a client
+    // that can no longer query when it is released.
     pool.on('error', () => {})
+    pool.on('connect', (client) => client.on('error', () => {}))
     return new Kysely<Database>({
       dialect: new PostgresDialect({ pool: preparingStatements(pool) }),
     })
