@@ -7,7 +7,7 @@
 // every run (req/s, CPU µs a request, ratio) as it ends.
 import { execFile, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
@@ -51,11 +51,44 @@ const cpuUs = (pid) => {
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100
 }
 
-/** Runs a load and adds the server's CPU microseconds per request: independent of the generator. */
-async function measured(pid, run) {
+/**
+ * CPU time of every process of this machine named `name`, in microseconds: `postgres` (every
+ * backend of every client, and the server's own writers) or `redis-server`. A process that ends
+ * during a run takes its time with it; the servers' pools keep theirs open.
+ */
+const cpuOfAll = (name) => {
+  let sum = 0
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      const close = stat.lastIndexOf(')')
+      if (stat.slice(stat.indexOf('(') + 1, close) !== name) continue
+      const fields = stat.slice(close + 2).split(' ')
+      sum += ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100
+    } catch {
+      // Gone between the listing and the read.
+    }
+  }
+  return sum
+}
+
+/**
+ * Runs a load and adds the server's CPU microseconds per request (independent of the
+ * generator) and, for a service on PostgreSQL and Redis, theirs: on this machine nothing else
+ * uses them while the bench runs.
+ */
+async function measured(pid, run, servers = false) {
   const before = cpuUs(pid)
+  const pgBefore = servers ? cpuOfAll('postgres') : 0
+  const redisBefore = servers ? cpuOfAll('redis-server') : 0
   const result = await run()
-  return { ...result, cpuUs: (cpuUs(pid) - before) / result.requests }
+  const cpu = { cpuUs: (cpuUs(pid) - before) / result.requests }
+  if (servers) {
+    cpu.postgresCpuUs = (cpuOfAll('postgres') - pgBefore) / result.requests
+    cpu.redisCpuUs = (cpuOfAll('redis-server') - redisBefore) / result.requests
+  }
+  return { ...result, ...cpu }
 }
 
 const rss = (pid) => {
@@ -251,12 +284,16 @@ async function main() {
               load({ url: `${floorBase}/floor/${s.size}`, connections, seconds }),
             ),
           )
-          s.service.push(await measured(t.service.child.pid, () => loadService(t, s)))
+          const servers = t.env.DATABASE_URL !== undefined
+          s.service.push(await measured(t.service.child.pid, () => loadService(t, s), servers))
           if (each) {
             const [f, r] = [s.floor.at(-1), s.service.at(-1)]
             process.stdout.write(
               `    ${label(t.env)}: floor ${fmt(f.rps)} req/s, ${fmt(f.cpuUs, 1)} µs; ` +
-                `service ${fmt(r.rps)} req/s, ${fmt(r.cpuUs, 1)} µs (${fmt(r.rps / f.rps, 2)})\n`,
+                `service ${fmt(r.rps)} req/s, ${fmt(r.cpuUs, 1)} µs (${fmt(r.rps / f.rps, 2)})` +
+                (r.postgresCpuUs === undefined
+                  ? '\n'
+                  : `; PostgreSQL ${fmt(r.postgresCpuUs, 1)} µs, Redis ${fmt(r.redisCpuUs, 1)} µs\n`),
             )
           }
         }
@@ -316,18 +353,27 @@ function tableOf(scenarios) {
       ratios,
       floorCpuUs: median(s.floor.map((r) => r.cpuUs)),
       cpuUs: median(s.service.map((r) => r.cpuUs)),
+      ...(s.service[0]?.postgresCpuUs === undefined
+        ? {}
+        : {
+            postgresCpuUs: median(s.service.map((r) => r.postgresCpuUs)),
+            redisCpuUs: median(s.service.map((r) => r.redisCpuUs)),
+          }),
       non2xx: s.service.reduce((n, r) => n + r.non2xx, 0),
     }
   })
 }
 
 function report(t) {
+  const servers = t.table[0]?.postgresCpuUs !== undefined
+  const head = servers ? ' PostgreSQL CPU µs/req | Redis CPU µs/req |' : ''
   return [
-    '| scenario | bytes | floor req/s | req/s | ratio | ratio range | p50 ms | p99 ms | floor p50 ms | floor CPU µs/req | CPU µs/req |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    `| scenario | bytes | floor req/s | req/s | ratio | ratio range | p50 ms | p99 ms | floor p50 ms | floor CPU µs/req | CPU µs/req |${head}`,
+    `| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |${servers ? ' ---: | ---: |' : ''}`,
     ...t.table.map(
       (r) =>
-        `| ${r.scenario} | ${r.bytes} | ${fmt(r.floorRps)} | ${fmt(r.rps)} | ${fmt(r.ratio, 2)} | ${spread(r.ratios)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${fmt(r.floorP50, 2)} | ${fmt(r.floorCpuUs, 1)} | ${fmt(r.cpuUs, 1)} |`,
+        `| ${r.scenario} | ${r.bytes} | ${fmt(r.floorRps)} | ${fmt(r.rps)} | ${fmt(r.ratio, 2)} | ${spread(r.ratios)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${fmt(r.floorP50, 2)} | ${fmt(r.floorCpuUs, 1)} | ${fmt(r.cpuUs, 1)} |` +
+        (servers ? ` ${fmt(r.postgresCpuUs, 1)} | ${fmt(r.redisCpuUs, 1)} |` : ''),
     ),
     '',
     `service RSS: ${t.rssStart} MB before the load, ${t.rssEnd} MB after`,

@@ -20,7 +20,11 @@ export interface AuditFilter {
 const clip = (text: string | undefined, max: number) =>
   text === undefined ? null : text.slice(0, max)
 
-export const toRow = (e: AuditEvent): AuditEventsTable => ({
+export const toRow = (e: AuditEvent): AuditEventsTable =>
+  auditRow(e, e.details === undefined ? null : JSON.stringify(e.details))
+
+/** The row with its details as given: JSON text, or the object itself (see creates.ts). */
+export const auditRow = <D>(e: AuditEvent, details: D | null) => ({
   id: e.id,
   at: e.at,
   action: e.action,
@@ -34,7 +38,7 @@ export const toRow = (e: AuditEvent): AuditEventsTable => ({
   target_id: clip(e.target.id, 64),
   address: clip(e.address, 64),
   request_id: clip(e.requestId, 64),
-  details: e.details === undefined ? null : JSON.stringify(e.details),
+  details,
 })
 
 const toEvent = (row: Selectable<AuditEventsTable>): AuditEvent => {
@@ -61,12 +65,15 @@ const toEvent = (row: Selectable<AuditEventsTable>): AuditEvent => {
 export const outboxLockId = 0x7e55e4a
 const outboxLock = CompiledQuery.raw('select pg_advisory_xact_lock($1)', [outboxLockId])
 
-export const toOutboxRow = (e: AuditEvent) => ({
+export const toOutboxRow = (e: AuditEvent) => outboxRow(e, JSON.stringify(e))
+
+/** The outbox row with its body as given: JSON text, or the event itself (see creates.ts). */
+export const outboxRow = <B>(e: AuditEvent, body: B) => ({
   event_id: e.id,
   at: e.at,
   action: e.action,
   username: clip(e.account, 64),
-  body: JSON.stringify(e),
+  body,
 })
 
 export const auditRepo = {

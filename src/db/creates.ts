@@ -1,8 +1,9 @@
 import { CompiledQuery, PostgresAdapter } from 'kysely'
 import type { AuditEvent } from '../audit/events.js'
-import { auditRepo, outboxLockId, toOutboxRow, toRow } from './audit.js'
+import { tokenView } from '../tokens/document.js'
+import { auditRepo, auditRow, outboxLockId, outboxRow, toOutboxRow, toRow } from './audit.js'
 import type { Db } from './database.js'
-import { fromToken, type TokenRecord, tokensRepo } from './repositories.js'
+import { fromToken, type TokenRecord, tokenRow, tokensRepo } from './repositories.js'
 
 /**
  * New tokens, their audit events and the events' outbox rows in one statement: one round trip
@@ -10,7 +11,9 @@ import { fromToken, type TokenRecord, tokensRepo } from './repositories.js'
  * parameter (an array of objects named as the columns) that `json_to_recordset` makes rows of,
  * so the SQL text never changes. JSON because `JSON.stringify` is native: node-postgres turns
  * arrays into array literals in JS, escaping every element, and with the 29 arrays of the
- * earlier columns-as-arrays form that was 5 % of a create's time on the instance. The outbox's
+ * earlier columns-as-arrays form that was 5 % of a create's time on the instance. The columns
+ * that hold JSON text (a token's document, an event's details, an outbox body) go as nested JSON
+ * (see `nested`). The outbox's
  * sequence numbers are taken after the advisory lock that orders them (see auditRepo.insert):
  * the lock's row joins each row.
  *
@@ -37,26 +40,42 @@ cross join lateral json_array_elements($4::json) with ordinality as e(row, n)
 order by e.n`
 
 /**
+ * The rows as one JSON text, their JSON columns nested as values rather than as strings of JSON
+ * text: inside a string every quote of that text is escaped, character by character (V8's
+ * SerializeString was a tenth of a create's instructions). PostgreSQL gives a text column the
+ * text of a nested value as it was sent (json keeps it; jsonb would not). Except that it refuses
+ * the escapes of a NUL or a lone surrogate in it, which a string of text would keep: any `\u` in
+ * the nested form (those, other control characters, or a backslash-u of the caller's own) and the
+ * rows go with their columns as strings.
+ */
+function nested<T>(rows: T[], values: (row: T) => unknown, strings: (row: T) => unknown): string {
+  const json = JSON.stringify(rows.map(values))
+  return json.includes('\\u') ? JSON.stringify(rows.map(strings)) : json
+}
+
+/**
  * Writes new tokens with their audit events, atomically: one statement on PostgreSQL, one
- * transaction on SQLite (where a statement costs no round trip).
+ * transaction on SQLite (where a statement costs no round trip). `documents`, when given, are the
+ * tokens' documents already written (SQLite takes them as they are).
  */
 export async function insertWithEvents(
   db: Db,
   tokens: TokenRecord[],
   events: AuditEvent[],
+  documents?: string[],
 ): Promise<void> {
   if (db.getExecutor().adapter instanceof PostgresAdapter) {
     const parameters = [
-      JSON.stringify(tokens.map(fromToken)),
-      JSON.stringify(events.map(toRow)),
+      nested(tokens, (t) => tokenRow(t, tokenView(t)), fromToken),
+      nested(events, (e) => auditRow(e, e.details ?? null), toRow),
       outboxLockId,
-      JSON.stringify(events.map(toOutboxRow)),
+      nested(events, (e) => outboxRow(e, e), toOutboxRow),
     ]
     await db.executeQuery(CompiledQuery.raw(postgresSql, parameters))
     return
   }
   await db.transaction().execute(async (trx) => {
-    await tokensRepo.insertMany(trx, tokens)
+    await tokensRepo.insertMany(trx, tokens, documents)
     await auditRepo.insert(trx, events)
   })
 }

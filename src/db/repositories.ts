@@ -74,7 +74,11 @@ const toToken = (row: Selectable<TokensTable>): TokenRecord => {
 }
 
 /** A record as a row; `retires` is written by `retire` alone (creates never set it). */
-export const fromToken = (t: TokenRecord): Omit<TokensTable, 'retires' | 'leaked'> => ({
+export const fromToken = (t: TokenRecord): Omit<TokensTable, 'retires' | 'leaked'> =>
+  tokenRow(t, JSON.stringify(tokenView(t)))
+
+/** The row with its document as given: JSON text, or the view itself (see creates.ts). */
+export const tokenRow = <D>(t: TokenRecord, document: D) => ({
   id: t.id,
   username: t.username,
   usage: t.usage,
@@ -83,7 +87,7 @@ export const fromToken = (t: TokenRecord): Omit<TokensTable, 'retires' | 'leaked
   key_id: t.keyId,
   created: t.created,
   modified: t.modified,
-  document: JSON.stringify(tokenView(t)),
+  document,
 })
 
 /**
@@ -150,9 +154,13 @@ export const tokensRepo = {
     await db.insertInto('tokens').values(fromToken(t)).execute()
   },
 
-  async insertMany(db: Executor, ts: TokenRecord[]): Promise<void> {
+  /** `documents`, when given, are the records' documents already written (JSON.stringify). */
+  async insertMany(db: Executor, ts: TokenRecord[], documents?: string[]): Promise<void> {
     if (ts.length === 0) return
-    for (const rows of powerOfTwoRuns(ts.map(fromToken))) {
+    const all = documents
+      ? ts.map((t, i) => tokenRow(t, documents[i] as string))
+      : ts.map(fromToken)
+    for (const rows of powerOfTwoRuns(all)) {
       // In the column order of fromToken, which Kysely follows (compiledOnce checks it).
       const parameters: unknown[] = []
       for (const r of rows) {

@@ -82,11 +82,16 @@ export class TokenService {
   private readonly changes: TokenChanges
   private readonly validator: TokenValidator
   /** Group commit of new tokens, each with its audit event, atomically (see insertWithEvents). */
-  private readonly inserts = new Batcher<{ record: TokenRecord; event: AuditEvent }>((items) =>
+  private readonly inserts = new Batcher<{
+    record: TokenRecord
+    event: AuditEvent
+    document: string
+  }>((items) =>
     insertWithEvents(
       this.db,
       items.map((i) => i.record),
       items.map((i) => i.event),
+      items.map((i) => i.document),
     ),
   )
   /** Temporary tokens are not stored: only their audit events, written in groups as well. */
@@ -204,6 +209,30 @@ export class TokenService {
     input: TokenFields,
     actor: Actor,
   ): Promise<TokenView> {
+    return this.view((await this.insertNew(account, principal, input, actor)).record)
+  }
+
+  /**
+   * Create, answered as the JSON text of the token object: the document written for the row
+   * (JSON.stringify, once) with its token string added, rather than the object serialized again.
+   */
+  async createJson(
+    account: AccountRecord,
+    principal: Principal,
+    input: TokenFields,
+    actor: Actor,
+  ): Promise<string> {
+    const { record, document } = await this.insertNew(account, principal, input, actor)
+    const token = this.tokenString(record)
+    return token === undefined ? document : withToken(document, token)
+  }
+
+  private async insertNew(
+    account: AccountRecord,
+    principal: Principal,
+    input: TokenFields,
+    actor: Actor,
+  ): Promise<{ record: TokenRecord; document: string }> {
     const allowedUrls = normalizeAllowedUrls(input.allowedUrls)
     const allowedIps = normalizeAllowedIps(input.allowedIps)
     const scopes = this.checkScopes(account, principal, input.scopes ?? [])
@@ -213,8 +242,9 @@ export class TokenService {
       usage: record.usage,
       scopes,
     })
-    await this.inserts.add({ record, event })
-    return this.view(record)
+    const document = JSON.stringify(tokenView(record))
+    await this.inserts.add({ record, event, document })
+    return { record, document }
   }
 
   async createTemporary(

@@ -70,10 +70,13 @@ describe('creates: the token, its audit event and its outbox row together', () =
     expect((await outbox()).length).toBe(outboxBefore)
   })
 
-  it('stores every column as given: quotes, backslashes, JSON escapes, non-BMP and line separators', async () => {
+  it.each([
+    ['quotes, non-BMP and line separators', 'a "quoted" \u2028 \u00e9 \u{1f600} {"x":[1]} \\ \\\\'],
+    ['a backslash-u of its own', 'a "quoted" \\ back\\slash, \\u0000 as text, \u{1f600}'],
+    ['a NUL, a control character and a lone surrogate', 'a \u0000 b \u0001 c \ud800 d "e"'],
+  ])('stores every column as given: %s', async (_, note) => {
     const account = await h.ctx.accounts.find('bob')
     if (account === undefined) throw new Error('no bob')
-    const note = 'a "quoted" \\ back\\slash, \\u0000 as text, \u2028 \u00e9 \u{1f600} {"x":[1]}'
     const record = h.ctx.tokens.newRecord(account, {
       note,
       scopes: ['styles:read'],

@@ -85,14 +85,16 @@ export function tokenRoutes(app: FastifyInstance, ctx: AppContext) {
         done()
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { principal, account } = caller(request)
       const body = request.body as Static<typeof CreateBody>
       if (body.expires !== undefined) {
         const input = { ...body, expires: body.expires }
         return ctx.tokens.createTemporary(account, principal, input, tokenActor(request))
       }
-      return ctx.tokens.create(account, principal, body, tokenActor(request))
+      // Already JSON: the token's document with its string (the serializer's output, the same).
+      const json = await ctx.tokens.createJson(account, principal, body, tokenActor(request))
+      return reply.type('application/json; charset=utf-8').send(json)
     },
   )
 
