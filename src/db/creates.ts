@@ -34,10 +34,12 @@ const postgresSql = `with t as (
     username text, target_type text, target_id text, address text, request_id text, details text)
 )
 insert into event_outbox (event_id, at, action, username, body)
-select e.row->>'event_id', e.row->>'at', e.row->>'action', e.row->>'username', e.row->>'body'
+select r.event_id, r.at, r.action, r.username, r.body
 from (select pg_advisory_xact_lock($3), set_config('synchronous_commit', 'off', true)) l
-cross join lateral json_array_elements($4::json) with ordinality as e(row, n)
-order by e.n`
+cross join lateral rows from (json_to_recordset($4::json) as (event_id text, at text,
+  action text, username text, body text)) with ordinality as r(event_id, at, action, username,
+  body, n)
+order by r.n`
 
 /**
  * The rows as one JSON text, their JSON columns nested as values rather than as strings of JSON
