@@ -2,6 +2,7 @@ import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 
 import path from 'node:path'
 import SQLite from 'better-sqlite3'
 import {
+  type DatabaseIntrospector,
   Kysely,
   Migrator,
   PostgresDialect,
@@ -36,7 +37,7 @@ export function createDatabase(config: Config['db']): Db {
     pool.on('error', () => {})
     pool.on('connect', (client) => client.on('error', () => {}))
     return new Kysely<Database>({
-      dialect: new PostgresDialect({ pool: preparingStatements(pool) }),
+      dialect: new OwnSchemaDialect({ pool: preparingStatements(pool) }),
     })
   }
   if (config.file !== ':memory:') createPrivately(config.file)
@@ -61,6 +62,34 @@ export function createDatabase(config: Config['db']): Db {
   return new Kysely<Database>({
     dialect: new SqliteDialect({ database: reusingStatements(sqlite) }),
   })
+}
+
+/**
+ * PostgreSQL, with an introspector that sees the current schema alone. Kysely's lists every
+ * table of every schema with a function call per column (`pg_get_serial_sequence`), which fails
+ * ("schema … does not exist", "column … does not exist") when another schema is dropped or
+ * altered while it runs: deployments and test runs sharing a database do that, and the migrator
+ * introspects at every start. The migrator only asks which tables exist, so the tables come
+ * without their columns.
+ */
+class OwnSchemaDialect extends PostgresDialect {
+  // biome-ignore lint/suspicious/noExplicitAny: Kysely's own signature
+  override createIntrospector(db: Kysely<any>): DatabaseIntrospector {
+    const kysely = super.createIntrospector(db)
+    const getTables = async () => {
+      const { rows } = await sql<{ name: string; schema: string; isView: boolean }>`
+        select c.relname as name, n.nspname as schema, c.relkind = 'v' as "isView"
+        from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+        where n.nspname = current_schema() and c.relkind in ('r', 'v', 'p')
+        order by c.relname`.execute(db)
+      return rows.map((row) => ({ ...row, columns: [] }))
+    }
+    return {
+      getSchemas: () => kysely.getSchemas(),
+      getTables,
+      getMetadata: async () => ({ tables: await getTables() }),
+    }
+  }
 }
 
 /**
