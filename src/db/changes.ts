@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto'
 import { sql } from 'kysely'
 import pg from 'pg'
 import type { Logger } from 'pino'
@@ -6,20 +5,7 @@ import type { Config } from '../config.js'
 import { compiledOnce } from './compiled.js'
 import type { Db } from './database.js'
 
-const legacyChannel = 'tessera_token_changes'
-
-/**
- * The NOTIFY channel of one deployment. Channels are per database, not per schema: deployments
- * sharing a database (each with its own DATABASE_SCHEMA) would otherwise empty each other's
- * cache entries (`account:alice` is everybody's). A channel name is at most 63 bytes, so a long
- * schema name is replaced by its hash.
- */
-export function changesChannel(schema: string | undefined): string {
-  if (schema === undefined) return legacyChannel
-  const named = `${legacyChannel}_${schema}`
-  if (named.length <= 63) return named
-  return `${legacyChannel}_${createHash('sha256').update(schema).digest('hex').slice(0, 32)}`
-}
+const channel = 'tessera_token_changes'
 
 /**
  * Tells every instance that a token changed (updated or deleted), so that caches drop it.
@@ -114,14 +100,6 @@ export function postgresChanges(
   let closed = false
   let retry: NodeJS.Timeout | undefined
   let attempt = 0
-  const channel = changesChannel(config.schema)
-  // Instances of versions before the channel was per schema listen on the shared one: told
-  // too while a rolling upgrade of a deployment with a schema of its own may mix them.
-  const notify =
-    channel === legacyChannel
-      ? (db: Db, id: string) => sql`select pg_notify(${channel}, ${id})`.execute(db)
-      : (db: Db, id: string) =>
-          sql`select pg_notify(${channel}, ${id}), pg_notify(${legacyChannel}, ${id})`.execute(db)
 
   const connect = async (changed: (id: string) => void, live: (up: boolean) => void) => {
     const c = new pg.Client({
@@ -161,7 +139,7 @@ export function postgresChanges(
 
   return {
     async notify(db, id) {
-      await notify(db, id)
+      await sql`select pg_notify(${channel}, ${id})`.execute(db)
     },
     listen(changed, live) {
       live(false)

@@ -1,10 +1,8 @@
 import { sql } from 'kysely'
-import pg from 'pg'
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { cliActor } from '../../src/audit/events.js'
 import { toConfig } from '../../src/config.js'
 import { type AppContext, createContext } from '../../src/context.js'
-import { changesChannel } from '../../src/db/changes.js'
 import type { AccountRecord } from '../../src/db/repositories.js'
 import { fleetEnv } from './env.js'
 
@@ -105,48 +103,5 @@ describe('cached token records on two instances', () => {
     // b cannot have heard of the delete; it must not answer from a stale cache.
     expect((await b.tokens.validate(t.token as string)).code).toBe('TokenRevoked')
     await feedLive()
-  })
-})
-
-describe('the change feed of a deployment', () => {
-  it('is its own: another schema on the same database empties none of its entries', async () => {
-    const other = fleetEnv()
-    const config = toConfig({ ...other.env, REDIS_URL: undefined, DATA_DIR: '/tmp' } as never)
-    const c = await createContext(config)
-    // A listener of the channel shared before it was per schema (a version before this one).
-    const legacy = new pg.Client({ connectionString: fleet.databaseUrl })
-    const heard: string[] = []
-    legacy.on('notification', (n) => heard.push(`${n.channel} ${n.payload}`))
-    await legacy.connect()
-    await legacy.query('listen tessera_token_changes')
-    const invalidated = vi.spyOn(b.tokens.directory, 'invalidate')
-    try {
-      await until(async () => c.feedLive)
-      // Same username on the other deployment: its notice would drop b's entry for "cached".
-      await c.accounts.create('cached', undefined, [], cliActor)
-      // Then one of this deployment's own: the feed keeps order, so once b has it, it has all.
-      await a.accounts.create('probe', undefined, [], cliActor)
-      await until(async () => invalidated.mock.calls.some(([name]) => name === 'probe'))
-      expect(invalidated.mock.calls.map(([name]) => name)).toEqual(['probe'])
-      await until(async () => heard.length >= 2)
-      expect(heard).toEqual([
-        'tessera_token_changes account:cached',
-        'tessera_token_changes account:probe',
-      ])
-    } finally {
-      invalidated.mockRestore()
-      await legacy.end()
-      await c.close()
-      await other.drop()
-    }
-  })
-
-  it('is named after the schema, hashed when the name would pass 63 bytes', () => {
-    expect(changesChannel(undefined)).toBe('tessera_token_changes')
-    expect(changesChannel('tessera_fleet_abc')).toBe('tessera_token_changes_tessera_fleet_abc')
-    expect(changesChannel('s'.repeat(41))).toBe(`tessera_token_changes_${'s'.repeat(41)}`)
-    expect(changesChannel('s'.repeat(42))).toBe(
-      'tessera_token_changes_7bbed07d913f65baca2e07d1498ad328',
-    )
   })
 })
