@@ -213,8 +213,9 @@ export class TokenService {
   }
 
   /**
-   * Create, answered as the JSON text of the token object: the document written for the row
-   * (JSON.stringify, once) with its token string added, rather than the object serialized again.
+   * Create, answered as the JSON text of the token object: its document (written once, for the
+   * answer and SQLite's row) with the token string added, rather than the object serialized
+   * again by the route's schema.
    */
   async createJson(
     account: AccountRecord,
@@ -224,7 +225,9 @@ export class TokenService {
   ): Promise<string> {
     const { record, document } = await this.insertNew(account, principal, input, actor)
     const token = this.tokenString(record)
-    return token === undefined ? document : withToken(document, token)
+    // The answer's schema requires it: its key cannot be gone unless the key file was replaced.
+    if (token === undefined) throw new Error(`no signing key ${record.keyId} for a new token`)
+    return withToken(document, token)
   }
 
   private async insertNew(

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { buildApp } from '../../src/app.js'
+import { cliActor } from '../../src/audit/events.js'
 import type { Env } from '../../src/config.js'
 import { postgresChanges, sqliteChanges } from '../../src/db/changes.js'
 import { createLogger } from '../../src/http/logging.js'
@@ -50,6 +51,11 @@ async function serving(env: Env, logLevel = 'info') {
   if (limiter instanceof RedisRateLimiter) {
     await vi.waitFor(() => expect(limiter.shared).toBe(true), { timeout: 10_000 })
   }
+  // Accounts of names no other run uses: every harness makes an alice and a bob, and the change
+  // feed's channel is per database, so a notice of another run's alice (test files run in
+  // parallel) would empty this one's directory entry mid-test.
+  h.alice = await h.ctx.accounts.create(`fp${randomAlnum(10)}`, undefined, [], cliActor)
+  h.bob = await h.ctx.accounts.create(`fp${randomAlnum(10)}`, undefined, [], cliActor)
   await caughtUp(h)
   const lines: string[] = []
   app = buildApp(h.ctx, { logger: createLogger(logLevel, { write: (l: string) => lines.push(l) }) })
@@ -101,7 +107,7 @@ async function serving(env: Env, logLevel = 'info') {
 /**
  * Waits until the caches keep records, and every change notified so far has reached them. Till
  * the change feed is live nothing is cached (PostgreSQL: it connects and LISTENs after start),
- * and a late notice of the harness's own writes (alice's and bob's accounts) empties an entry:
+ * and a late notice of the harness's own writes (its accounts) empties an entry:
  * either way a request a test expects on the fast path would go to Fastify. The feed keeps
  * order, so once a notice of our own is in, every earlier one is.
  */
@@ -123,8 +129,8 @@ describe('the fast path of retrieve', () => {
   it('answers pk, sk and tk exactly as the route does, without Fastify', async () => {
     const s = await serving({ RATE_LIMIT_PER_MINUTE: '1000' })
     const pk = s.h.alice.defaultToken.token as string
-    const sk = (await s.h.token('alice', all)).token
-    const tk = await call(s.h.app, 'POST', '/tokens/v2/alice', sk, {
+    const sk = (await s.h.token(s.h.alice.username, all)).token
+    const tk = await call(s.h.app, 'POST', `/tokens/v2/${s.h.alice.username}`, sk, {
       expires: new Date(s.h.clock.now + 600_000).toISOString(),
       scopes: ['tokens:read'],
     })
@@ -215,9 +221,10 @@ describe('the fast path of retrieve', () => {
   it('answers tokens not valid as the route does, and leaves the rest to Fastify uncounted', async () => {
     const s = await serving({ RATE_LIMIT_PER_MINUTE: '1000' })
     const pk = s.h.alice.defaultToken.token as string
-    const gone = await s.h.token('alice', ['styles:read'])
-    const sk = (await s.h.token('alice', all)).token
-    expect((await call(s.h.app, 'DELETE', `/tokens/v2/alice/${gone.id}`, sk)).status).toBe(204)
+    const gone = await s.h.token(s.h.alice.username, ['styles:read'])
+    const sk = (await s.h.token(s.h.alice.username, all)).token
+    const path = `/tokens/v2/${s.h.alice.username}/${gone.id}`
+    expect((await call(s.h.app, 'DELETE', path, sk)).status).toBe(204)
     // Not valid, counted against the caller's address: answered here too.
     for (const [url, code] of [
       ['/tokens/v2?access_token=not-a-token', 'TokenMalformed'],
