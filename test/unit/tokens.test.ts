@@ -7,7 +7,7 @@ import { generateSelfSigned } from '../../src/tls/self-signed.js'
 import { encodeToken, parseToken, signatureMatches } from '../../src/tokens/codec.js'
 import { newTokenId } from '../../src/tokens/ids.js'
 import { parseSigningKeys } from '../../src/tokens/keyring.js'
-import { normalizeAllowedUrls, parseTimestamp } from '../../src/tokens/rules.js'
+import { isoTime, normalizeAllowedUrls, parseTimestamp } from '../../src/tokens/rules.js'
 
 const secret = Buffer.alloc(32, 7)
 
@@ -123,6 +123,39 @@ describe('input rules', () => {
       '2026-11-22T12:00:00+25:00',
     ]) {
       expect(parseTimestamp(bad), bad).toBeUndefined()
+    }
+  })
+
+  it('formats instants exactly as toISOString does, in any order, across days and years', () => {
+    expect(isoTime(Date.UTC(2026, 10, 25, 4, 5, 6, 7))).toBe('2026-11-25T04:05:06.007Z')
+    expect(isoTime(Date.UTC(2026, 10, 25, 23, 59, 59, 999))).toBe('2026-11-25T23:59:59.999Z')
+    expect(isoTime(Date.UTC(2026, 10, 26))).toBe('2026-11-26T00:00:00.000Z')
+    expect(isoTime(Date.UTC(2026, 10, 25, 12, 30))).toBe('2026-11-25T12:30:00.000Z')
+    expect(isoTime(Date.UTC(2028, 1, 29, 1, 2, 3, 40))).toBe('2028-02-29T01:02:03.040Z')
+    expect(isoTime(0)).toBe('1970-01-01T00:00:00.000Z')
+    expect(isoTime(253_402_300_799_999)).toBe('9999-12-31T23:59:59.999Z')
+    // Outside the fast range, V8's own form: six-digit years, years before 1970, fractions.
+    expect(isoTime(253_402_300_800_000)).toBe('+010000-01-01T00:00:00.000Z')
+    expect(isoTime(-1)).toBe('1969-12-31T23:59:59.999Z')
+    expect(isoTime(Date.UTC(2026, 10, 25, 4, 5, 6, 7) + 0.5)).toBe('2026-11-25T04:05:06.007Z')
+    expect(() => isoTime(Number.NaN)).toThrow(RangeError)
+    // Random instants, some a millisecond or a day from the one before: every path of the cache.
+    let seed = 0x2545f491
+    const next = () => {
+      seed ^= seed << 13
+      seed ^= seed >>> 17
+      seed ^= seed << 5
+      return (seed >>> 0) / 2 ** 32
+    }
+    let ms = Date.UTC(2026, 10, 25)
+    for (let i = 0; i < 20_000; i++) {
+      const r = next()
+      if (r < 0.3) ms += Math.floor(next() * 1000)
+      else if (r < 0.5) ms += 86_400_000 * (next() < 0.5 ? 1 : -1)
+      else if (r < 0.7) ms = Math.floor(next() * 253_402_300_800_000)
+      else ms += Math.floor(next() * 7_200_000)
+      ms = Math.min(Math.max(ms, 0), 253_402_300_799_999)
+      expect(isoTime(ms)).toBe(new Date(ms).toISOString())
     }
   })
 })
