@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { auditEvent, cliActor } from '../../src/audit/events.js'
 import { toOutboxRow, toRow } from '../../src/db/audit.js'
 import { insertWithEvents } from '../../src/db/creates.js'
-import { fromToken } from '../../src/db/repositories.js'
+import { fromToken, type TokenRecord } from '../../src/db/repositories.js'
+import { tokenView } from '../../src/tokens/document.js'
 import { dialect } from '../dialect.js'
 import { all, type Harness, harness } from '../helpers.js'
 
@@ -91,27 +92,33 @@ describe('creates: the token, its audit event and its outbox row together', () =
       { note, n: 1 },
     )
     await insertWithEvents(h.ctx.db, [record], [event])
-    const token = await h.ctx.db
-      .selectFrom('tokens')
-      .select([
-        'id',
-        'username',
-        'usage',
-        'is_default',
-        'scopeless',
-        'key_id',
-        'created',
-        'modified',
-        'document',
-      ])
-      .where('id', '=', record.id)
-      .executeTakeFirstOrThrow()
-    expect({
-      ...token,
-      is_default: Number(token.is_default),
-      scopeless: Number(token.scopeless),
-    }).toEqual(fromToken(record))
-    expect(JSON.parse(token.document).note).toBe(note)
+    // Documents already written (as creates pass them), in one group with a plain note's.
+    const fresh = (n: string) =>
+      h.ctx.tokens.newRecord(account, { note: n, scopes: ['styles:read'], allowedUrls: null })
+    const written = [fresh('plain'), fresh(note), fresh('plain too')]
+    const documents = written.map((r) => JSON.stringify(tokenView(r)))
+    await insertWithEvents(h.ctx.db, written, [], documents)
+    const stored = async (r: TokenRecord) => {
+      const token = await h.ctx.db
+        .selectFrom('tokens')
+        .select([
+          'id',
+          'username',
+          'usage',
+          'is_default',
+          'scopeless',
+          'key_id',
+          'created',
+          'modified',
+          'document',
+        ])
+        .where('id', '=', r.id)
+        .executeTakeFirstOrThrow()
+      return { ...token, is_default: Number(token.is_default), scopeless: Number(token.scopeless) }
+    }
+    for (const r of [record, ...written]) expect(await stored(r)).toEqual(fromToken(r))
+    expect(JSON.parse((await stored(record)).document).note).toBe(note)
+    expect(JSON.parse((await stored(written[1] as TokenRecord)).document).note).toBe(note)
     const audit = await h.ctx.db
       .selectFrom('audit_events')
       .selectAll()
