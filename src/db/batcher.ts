@@ -1,4 +1,5 @@
 import { Buckets } from '../metrics/histogram.js'
+import { isUnavailable } from './database.js'
 
 /** Every group commit of the process, for /metrics: the size of each batch, and failed writes. */
 export const groupCommits = {
@@ -7,31 +8,42 @@ export const groupCommits = {
 }
 
 /**
- * Group commit: items are written together, in one statement and one transaction. One write is
- * out at a time; items added meanwhile (while the event loop was busy, or while the previous
- * write was out, a round trip on PostgreSQL) make the next batch. Each caller's promise settles
- * when its own item is durable (or failed). A failing batch is retried item by item, so that one
- * bad item fails only its own caller.
+ * Group commit: items are written together, in one statement and one transaction. At most
+ * `depth` writes are out at a time (1 unless the write is pipelined, see PipelinedStatement);
+ * items added meanwhile (while the event loop was busy, or while the writes were out, a round
+ * trip on PostgreSQL) make the next batch. Each caller's promise settles when its own item is
+ * durable (or failed). A failing batch is retried item by item, so that one bad item fails only
+ * its own caller, unless the database is away.
  */
 export class Batcher<T> {
   private pending: { item: T; resolve: () => void; reject: (err: unknown) => void }[] = []
-  private writing = false
+  private writing = 0
+  private scheduled = false
 
   constructor(
     private readonly write: (items: T[]) => Promise<void>,
     private readonly max = 500,
+    private readonly depth = 1,
   ) {}
 
   add(item: T): Promise<void> {
     return new Promise((resolve, reject) => {
-      if (this.pending.push({ item, resolve, reject }) === 1 && !this.writing) {
-        setImmediate(() => this.flush())
-      }
+      this.pending.push({ item, resolve, reject })
+      this.schedule()
+    })
+  }
+
+  private schedule() {
+    if (this.scheduled || this.writing >= this.depth || this.pending.length === 0) return
+    this.scheduled = true
+    setImmediate(() => {
+      this.scheduled = false
+      this.flush()
     })
   }
 
   private async flush() {
-    this.writing = true
+    this.writing++
     const batch = this.pending.splice(0, this.max)
     groupCommits.sizes.observe(batch.length)
     try {
@@ -39,7 +51,10 @@ export class Batcher<T> {
       for (const b of batch) b.resolve()
     } catch (err) {
       groupCommits.failures++
-      if (batch.length === 1) batch[0]?.reject(err)
+      // The database away (or a write out too long): every item would fail the same way, after
+      // the same wait, and a pipelined write's outcome is unknown (PostgreSQL may still commit
+      // it): retrying its items could only find them written. All fail with the error (503).
+      if (batch.length === 1 || isUnavailable(err)) for (const b of batch) b.reject(err)
       else {
         for (const b of batch) {
           await this.write([b.item]).then(b.resolve, (e) => {
@@ -49,8 +64,8 @@ export class Batcher<T> {
         }
       }
     } finally {
-      this.writing = false
-      if (this.pending.length > 0) setImmediate(() => this.flush())
+      this.writing--
+      this.schedule()
     }
   }
 }

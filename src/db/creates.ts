@@ -2,8 +2,8 @@ import { CompiledQuery, PostgresAdapter } from 'kysely'
 import type { AuditEvent } from '../audit/events.js'
 import { tokenView } from '../tokens/document.js'
 import { auditRepo, auditRow, outboxLockId, outboxRow, toOutboxRow, toRow } from './audit.js'
-import type { Db } from './database.js'
-import { fromToken, type TokenRecord, tokenRow, tokensRepo } from './repositories.js'
+import { type Db, pipelined } from './database.js'
+import { type TokenRecord, tokenRow, tokensRepo } from './repositories.js'
 
 /**
  * New tokens, their audit events and the events' outbox rows in one statement: one round trip
@@ -12,10 +12,10 @@ import { fromToken, type TokenRecord, tokenRow, tokensRepo } from './repositorie
  * so the SQL text never changes. JSON because `JSON.stringify` is native: node-postgres turns
  * arrays into array literals in JS, escaping every element, and with the 29 arrays of the
  * earlier columns-as-arrays form that was 5 % of a create's time on the instance. The columns
- * that hold JSON text (a token's document, an event's details, an outbox body) go as nested JSON
- * (see `nested`). The outbox's
- * sequence numbers are taken after the advisory lock that orders them (see auditRepo.insert):
- * the lock's row joins each row.
+ * that hold JSON text go as nested JSON (an event's details, an outbox body; see `nested`) or,
+ * the tokens' documents, as texts of their own (see `tokenColumns`), joined to their rows by
+ * position. The outbox's sequence numbers are taken after the advisory lock that orders them
+ * (see auditRepo.insert): the lock's row joins each row.
  *
  * Its commit does not wait for the WAL to reach the disk (synchronous_commit off for this
  * transaction alone), as SQLite's WAL with synchronous=NORMAL does not: a crash of PostgreSQL or
@@ -24,8 +24,12 @@ import { fromToken, type TokenRecord, tokenRow, tokensRepo } from './repositorie
  */
 const postgresSql = `with t as (
   insert into tokens (id, username, usage, is_default, scopeless, key_id, created, modified, document)
-  select * from json_to_recordset($1::json) as r(id text, username text, usage text,
-    is_default int, scopeless int, key_id text, created text, modified text, document text)
+  select r.id, r.username, r.usage, r.is_default, r.scopeless, r.key_id, r.created, r.modified,
+    d.document
+  from rows from (json_to_recordset($1::json) as (id text, username text, usage text,
+    is_default int, scopeless int, key_id text, created text, modified text)) with ordinality
+    as r(id, username, usage, is_default, scopeless, key_id, created, modified, n)
+  join unnest(string_to_array($5, E'\\n')) with ordinality as d(document, n) using (n)
 ), a as (
   insert into audit_events (id, at, action, actor_type, actor_id, actor_usage, actor_login,
     actor_method, username, target_type, target_id, address, request_id, details)
@@ -42,6 +46,14 @@ cross join lateral rows from (json_to_recordset($4::json) as (event_id text, at 
 order by r.n`
 
 /**
+ * A token's row without its document: the documents go as a parameter of their own, their texts
+ * joined by newlines (which JSON text written by `JSON.stringify` never holds), so that neither
+ * side writes or parses them again as JSON: a create has already written its token's document
+ * for its answer, and PostgreSQL stores each text as it comes.
+ */
+const tokenColumns = (t: TokenRecord) => tokenRow(t, undefined) // JSON.stringify leaves it out
+
+/**
  * The rows as one JSON text, their JSON columns nested as values rather than as strings of JSON
  * text: inside a string every quote of that text is escaped, character by character (V8's
  * SerializeString was a tenth of a create's instructions). PostgreSQL gives a text column the
@@ -56,9 +68,22 @@ function nested<T>(rows: T[], values: (row: T) => unknown, strings: (row: T) => 
 }
 
 /**
+ * How many groups of creates may be out at once (see Batcher): two where the statement is
+ * pipelined, so that PostgreSQL finds the next group waiting when it has written the last; one
+ * on SQLite, where a write leaves nothing to wait for.
+ */
+export const insertDepth = (db: Db): number => (createsStatement(db) === undefined ? 1 : 2)
+
+/** The pipelined statement of creates, on PostgreSQL with a pool of two or more. */
+export const createsStatement = (db: Db) =>
+  db.isTransaction ? undefined : pipelined(db, postgresSql)
+
+/**
  * Writes new tokens with their audit events, atomically: one statement on PostgreSQL, one
- * transaction on SQLite (where a statement costs no round trip). `documents`, when given, are the
- * tokens' documents already written (SQLite takes them as they are).
+ * transaction on SQLite (where a statement costs no round trip). On PostgreSQL the statement is
+ * pipelined on a connection of its own (see PipelinedStatement) unless the pool has a single
+ * connection or `db` is a transaction. `documents`, when given, are the tokens' documents
+ * already written (SQLite takes them as they are).
  */
 export async function insertWithEvents(
   db: Db,
@@ -67,12 +92,19 @@ export async function insertWithEvents(
   documents?: string[],
 ): Promise<void> {
   if (db.getExecutor().adapter instanceof PostgresAdapter) {
+    // The documents are matched to their rows by position.
+    if (documents !== undefined && documents.length !== tokens.length) {
+      throw new Error(`${documents.length} documents for ${tokens.length} tokens`)
+    }
     const parameters = [
-      nested(tokens, (t) => tokenRow(t, tokenView(t)), fromToken),
+      JSON.stringify(tokens.map(tokenColumns)),
       nested(events, (e) => auditRow(e, e.details ?? null), toRow),
-      outboxLockId,
+      String(outboxLockId),
       nested(events, (e) => outboxRow(e, e), toOutboxRow),
+      (documents ?? tokens.map((t) => JSON.stringify(tokenView(t)))).join('\n'),
     ]
+    const statement = createsStatement(db)
+    if (statement !== undefined) return statement.run(parameters)
     await db.executeQuery(CompiledQuery.raw(postgresSql, parameters))
     return
   }

@@ -15,20 +15,36 @@ import {
 import pg from 'pg'
 import type { Config } from '../config.js'
 import { migrationProvider } from './migrations/index.js'
+import { PipelinedStatement } from './pipeline.js'
 import type { Database } from './schema.js'
 
 export type Db = Kysely<Database>
 
+/** Each PostgreSQL database's pipelined statements, by SQL text (see pipelined). */
+const pipelines = new WeakMap<Db, (text: string) => PipelinedStatement>()
+
+/**
+ * The statement of this SQL text pipelined on a connection of its own (see PipelinedStatement),
+ * on PostgreSQL; undefined on SQLite. A bounded set of texts: each has its connection.
+ */
+export function pipelined(db: Db, text: string): PipelinedStatement | undefined {
+  return pipelines.get(db)?.(text)
+}
+
 export function createDatabase(config: Config['db']): Db {
   if (config.kind === 'postgres') {
-    const pool = new pg.Pool({
+    const clientConfig = {
       connectionString: config.url,
-      max: config.poolSize,
       // Fail fast when the database is away: a request gets 503 in seconds, never hangs.
       connectionTimeoutMillis: 3000,
       query_timeout: 5000,
       ...(config.schema ? { options: `-c search_path=${config.schema}` } : {}),
-    })
+    }
+    // Creates are pipelined on a connection of their own, one of the pool size's (see
+    // pipelined); with a pool of one, they take turns on the pool's connection.
+    const piped = config.poolSize >= 2
+    const pool = new pg.Pool({ ...clientConfig, max: piped ? config.poolSize - 1 : 1 })
+    const statements = new Map<string, PipelinedStatement>()
     // A client's error (the server went away) must not crash the process. Idle, the pool drops
     // that client and says so here; checked out, pg-pool takes its own listener off and the
     // client emits the error with no one listening (the process dies): each client gets one for
@@ -36,9 +52,23 @@ export function createDatabase(config: Config['db']): Db {
     // that can no longer query when it is released.
     pool.on('error', () => {})
     pool.on('connect', (client) => client.on('error', () => {}))
-    return new Kysely<Database>({
-      dialect: new OwnSchemaDialect({ pool: preparingStatements(pool) }),
+    const end = async () => {
+      await Promise.all([...statements.values()].map((s) => s.end()))
+      await pool.end()
+    }
+    const db = new Kysely<Database>({
+      dialect: new OwnSchemaDialect({ pool: preparingStatements(pool, end) }),
     })
+    if (piped)
+      pipelines.set(db, (text) => {
+        let statement = statements.get(text)
+        if (statement === undefined) {
+          statement = new PipelinedStatement(clientConfig, `tessera_p${statements.size}`, text)
+          statements.set(text, statement)
+        }
+        return statement
+      })
+    return db
   }
   if (config.file !== ':memory:') createPrivately(config.file)
   const sqlite = new SQLite(config.file)
@@ -113,7 +143,7 @@ function createPrivately(file: string) {
  * costs more than running a point or page query. Name each distinct SQL text (a bounded set:
  * the repositories' queries) so that each connection prepares it once.
  */
-function preparingStatements(pool: pg.Pool): PostgresPool {
+function preparingStatements(pool: pg.Pool, end: () => Promise<void>): PostgresPool {
   const names = new Map<string, string>()
   // Only the repositories' statements: migrations run DDL whose plans must not outlive it.
   const repositoryStatement = /^(select|insert|update|delete|with) [\s\S]*\b(tokens|accounts)\b/
@@ -145,7 +175,7 @@ function preparingStatements(pool: pg.Pool): PostgresPool {
         release: () => client.release(),
       }
     },
-    end: () => pool.end(),
+    end,
   }
 }
 

@@ -3,7 +3,7 @@ import { type Actor, type AuditEvent, auditEvent } from '../audit/events.js'
 import { auditRepo } from '../db/audit.js'
 import { Batcher } from '../db/batcher.js'
 import { localChanges, type TokenChanges } from '../db/changes.js'
-import { insertWithEvents } from '../db/creates.js'
+import { insertDepth, insertWithEvents } from '../db/creates.js'
 import type { Db } from '../db/database.js'
 import type { AccountRecord, SortBy, TokenRecord } from '../db/repositories.js'
 import { tokensRepo } from '../db/repositories.js'
@@ -82,27 +82,27 @@ export class TokenService {
   private readonly changes: TokenChanges
   private readonly validator: TokenValidator
   /** Group commit of new tokens, each with its audit event, atomically (see insertWithEvents). */
-  private readonly inserts = new Batcher<{
-    record: TokenRecord
-    event: AuditEvent
-    document: string
-  }>((items) =>
-    insertWithEvents(
-      this.db,
-      items.map((i) => i.record),
-      items.map((i) => i.event),
-      items.map((i) => i.document),
-    ),
-  )
+  private readonly inserts: Batcher<{ record: TokenRecord; event: AuditEvent; document: string }>
   /** Temporary tokens are not stored: only their audit events, written in groups as well. */
-  private readonly issued = new Batcher<AuditEvent>((events) =>
-    insertWithEvents(this.db, [], events),
-  )
+  private readonly issued: Batcher<AuditEvent>
   readonly now: () => number
   readonly directory: AccountDirectory
 
   constructor(deps: TokenServiceDeps) {
     this.db = deps.db
+    const db = this.db
+    this.inserts = new Batcher(
+      (items) =>
+        insertWithEvents(
+          db,
+          items.map((i) => i.record),
+          items.map((i) => i.event),
+          items.map((i) => i.document),
+        ),
+      500,
+      insertDepth(db),
+    )
+    this.issued = new Batcher((events) => insertWithEvents(db, [], events), 500, insertDepth(db))
     this.keyring = deps.keyring
     this.catalog = deps.catalog
     this.cache = deps.cache ?? new TokenCache({ enabled: false })

@@ -1,8 +1,8 @@
 import { sql } from 'kysely'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { auditEvent, cliActor } from '../../src/audit/events.js'
 import { toOutboxRow, toRow } from '../../src/db/audit.js'
-import { insertWithEvents } from '../../src/db/creates.js'
+import { createsStatement, insertDepth, insertWithEvents } from '../../src/db/creates.js'
 import { fromToken, type TokenRecord } from '../../src/db/repositories.js'
 import { tokenView } from '../../src/tokens/document.js'
 import { dialect } from '../dialect.js'
@@ -20,6 +20,27 @@ const outbox = () =>
   h.ctx.db.selectFrom('event_outbox').select(['seq', 'event_id', 'action']).orderBy('seq').execute()
 
 describe('creates: the token, its audit event and its outbox row together', () => {
+  it('are pipelined on PostgreSQL, two groups out at most, and one group at a time on SQLite', async () => {
+    expect(insertDepth(h.ctx.db)).toBe(dialect === 'postgres' ? 2 : 1)
+    const statement = createsStatement(h.ctx.db)
+    expect(statement === undefined).toBe(dialect === 'sqlite')
+    if (statement === undefined) return
+    const account = await h.ctx.accounts.find('alice')
+    if (account === undefined) throw new Error('no alice')
+    const create = () =>
+      h.ctx.tokens.create(account, h.ctx.accounts.holder(account), { scopes: [] }, cliActor)
+    await create() // its connection open
+    const run = vi.spyOn(statement, 'run')
+    try {
+      await Promise.all([create(), create()])
+      // Two creates of one turn: one group, one run of the pipelined statement.
+      expect(run).toHaveBeenCalledTimes(1)
+      expect(JSON.parse(run.mock.calls[0]?.[0][0] as string)).toHaveLength(2)
+    } finally {
+      run.mockRestore()
+    }
+  })
+
   it('writes 20 concurrent creates with their events, the outbox in the order of the events', async () => {
     const before = (await outbox()).length
     const views = await Promise.all(
