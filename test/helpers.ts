@@ -81,6 +81,15 @@ export async function harness(env: Env = {}): Promise<Harness> {
 
 export const all = ['tokens:read', 'tokens:write', 'scopes:list']
 
+/**
+ * The token with one character of its signature changed: always a different signature (a fixed
+ * replacement such as `AA` at the end is the token itself once in 1,024 draws).
+ */
+export function tampered(token: string): string {
+  const at = token.length - 2
+  return `${token.slice(0, at)}${token[at] === 'A' ? 'B' : 'A'}${token.slice(at + 1)}`
+}
+
 /** `app.inject` with the access token in the query and a JSON body. */
 export async function call(
   app: FastifyInstance,

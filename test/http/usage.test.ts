@@ -1,6 +1,6 @@
 import { sql } from 'kysely'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { call, type Harness, harness, T0 } from '../helpers.js'
+import { call, type Harness, harness, T0, tampered } from '../helpers.js'
 
 /**
  * Last use (minute precision) and validations per hour: counted in memory on the hot path,
@@ -68,7 +68,7 @@ describe('token usage', () => {
     const expires = new Date(T0 + 600_000).toISOString()
     const tk = await call(h.app, 'POST', '/tokens/v2/alice', sk.token, { expires })
     await retrieve(tk.body.token)
-    await retrieve(`${sk.token.slice(0, -2)}AA`)
+    await retrieve(tampered(sk.token))
     await call(h.app, 'DELETE', `/tokens/v2/alice/${h.alice.defaultToken.id}`, sk.token)
     await h.ctx.usage.flush()
     // The POST and the DELETE validated the sk twice; the rest counts nothing.
