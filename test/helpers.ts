@@ -83,7 +83,8 @@ export const all = ['tokens:read', 'tokens:write', 'scopes:list']
 
 /**
  * The token with one character of its signature changed: always a different signature (a fixed
- * replacement such as `AA` at the end is the token itself once in 1,024 draws).
+ * replacement such as `AA` at the end is the token itself once in 256 draws: the last character
+ * of a signature is one of A, Q, g, w).
  */
 export function tampered(token: string): string {
   const at = token.length - 2

@@ -1,5 +1,5 @@
 import { type Kysely, type Selectable, sql } from 'kysely'
-import { type TokenView, tokenView } from '../tokens/document.js'
+import { type TokenView, tokenDocument } from '../tokens/document.js'
 import { compiledOnce, powerOfTwoRuns } from './compiled.js'
 import type { AccountsTable, Database, TokensTable } from './schema.js'
 
@@ -75,7 +75,7 @@ const toToken = (row: Selectable<TokensTable>): TokenRecord => {
 
 /** A record as a row; `retires` is written by `retire` alone (creates never set it). */
 export const fromToken = (t: TokenRecord): Omit<TokensTable, 'retires' | 'leaked'> =>
-  tokenRow(t, JSON.stringify(tokenView(t)))
+  tokenRow(t, tokenDocument(t))
 
 /** The row with its document as given: JSON text, or the view itself (see creates.ts). */
 export const tokenRow = <D>(t: TokenRecord, document: D) => ({

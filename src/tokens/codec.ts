@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
+import { jsonString } from '../json.js'
 
 /**
  * Token strings (CONTRACT.md section 3): `<usage>.<payload>.<signature>`, payload unpadded
@@ -51,7 +52,12 @@ export function encodeToken(
   payload: PermanentPayload | TemporaryPayload,
   secret: Buffer,
 ): string {
-  const signed = `${usage}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}`
+  // A pk/sk's payload, `JSON.stringify({ u, a })`, written by hand (see jsonString).
+  const json =
+    'a' in payload
+      ? `{"u":${jsonString(payload.u)},"a":${jsonString(payload.a)}}`
+      : JSON.stringify(payload)
+  const signed = `${usage}.${Buffer.from(json).toString('base64url')}`
   return `${signed}.${sign(signed, secret)}`
 }
 

@@ -12,7 +12,7 @@ import type { ScopeCatalog } from '../scopes/catalog.js'
 import { TokenCache } from './cache.js'
 import { encodeToken } from './codec.js'
 import { decodeCursor, encodeCursor } from './cursor.js'
-import { type TokenView, tokenView, withToken } from './document.js'
+import { type TokenView, tokenDocument, tokenView, withToken } from './document.js'
 import { newTokenId, tokenIdPattern } from './ids.js'
 import type { Keyring } from './keyring.js'
 import type { Principal } from './principal.js'
@@ -245,7 +245,7 @@ export class TokenService {
       usage: record.usage,
       scopes,
     })
-    const document = JSON.stringify(tokenView(record))
+    const document = tokenDocument(record)
     await this.inserts.add({ record, event, document })
     return { record, document }
   }

@@ -130,7 +130,9 @@ describe.skipIf(!available)('activity and token usage', () => {
       seed = (seed * 16_807) % 2_147_483_647
       return seed / 2_147_483_647
     }
-    for (let t = now - 720 * hourMs; t <= now - 2 * hourMs; t += hourMs) {
+    // From 719 hours back, not 720: the page draws from the hour 720 hours before it renders,
+    // and an hour that turns between seeding and rendering must not take the oldest bar away.
+    for (let t = now - 719 * hourMs; t <= now - 2 * hourMs; t += hourMs) {
       const date = new Date(t)
       const daytime = Math.max(0, Math.sin(((date.getUTCHours() - 6) / 24) * 2 * Math.PI))
       const weekend = date.getUTCDay() === 0 || date.getUTCDay() === 6 ? 0.35 : 1

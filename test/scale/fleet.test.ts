@@ -57,7 +57,10 @@ describe('two instances on PostgreSQL and Redis', () => {
     const made = await api(first, 'POST', '/tokens/v2/fleet-r', holder.token, {
       scopes: ['styles:read'],
     })
-    expect((await api(second, 'GET', '/tokens/v2', made.body.token)).body.code).toBe('TokenValid')
+    // Every request here but the polls that find the old string revoked counts against
+    // fleet-r's 5 a minute: create, roll, each poll still valid, and the last GET. So no other
+    // request, and polls 50 ms apart: a roll reaching `first` in under 100 ms leaves room.
+    expect(made.status).toBe(200)
     const rolled = await api(
       second,
       'POST',
@@ -70,7 +73,7 @@ describe('two instances on PostgreSQL and Redis', () => {
     while (performance.now() - since < 2000) {
       code = (await api(first, 'GET', '/tokens/v2', made.body.token)).body.code
       if (code === 'TokenRevoked') break
-      await new Promise((r) => setTimeout(r, 25))
+      await new Promise((r) => setTimeout(r, 50))
     }
     expect(code).toBe('TokenRevoked')
     expect(performance.now() - since).toBeLessThan(1000)

@@ -26,6 +26,15 @@ describe('token format', () => {
     expect(parsed && signatureMatches(parsed, Buffer.alloc(32, 8))).toBe(false)
   })
 
+  it('signs the same strings as ever: payload JSON.stringify({ u, a }), whatever the characters', () => {
+    expect(encodeToken('pk', { u: 'alice', a: 'cabc' }, secret)).toBe(
+      'pk.eyJ1IjoiYWxpY2UiLCJhIjoiY2FiYyJ9.PpLFAHWqGu8LAksBy1srug',
+    )
+    expect(encodeToken('sk', { u: 'a"b\\c\u00e9\u{1f600}', a: 'c\u0001' }, secret)).toBe(
+      'sk.eyJ1IjoiYVwiYlxcY8Op8J-YgCIsImEiOiJjXHUwMDAxIn0.8mwiJfvkmekOVLIreMvSXw',
+    )
+  })
+
   it('never puts - or _ into a payload built from valid usernames, ids and scopes', () => {
     for (let i = 0; i < 200; i++) {
       const payload = encodeToken(

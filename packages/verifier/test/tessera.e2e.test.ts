@@ -284,13 +284,16 @@ describe('@tessera/verifier with Tessera stopped', () => {
         .token
       expect((await v.verify(known, { scope: 'styles:read' }))?.valid).toBe(true)
 
+      // Timed from before the stop: the verifier's clock starts when the stream ends, during
+      // the stop, however long the server then takes to exit.
+      const stoppingAt = performance.now()
       await own.stop()
-      const stoppedAt = performance.now()
       expect(await v.verify(unknown)).toEqual({ valid: false, reason: 'TesseraUnavailable' })
       expect(v.verifyCached(known, { scope: 'styles:read' })?.valid).toBe(true)
-      const served = await within(staleForMs + 1000, () => v.verifyCached(known) === undefined)
+      await within(staleForMs + 1000, () => v.verifyCached(known) === undefined)
+      const served = performance.now() - stoppingAt
       process.stdout.write(
-        `verifier: with Tessera stopped, a cached answer served for ${(performance.now() - stoppedAt).toFixed(0)} ms (bound ${staleForMs} ms)\n`,
+        `verifier: with Tessera stopped, a cached answer served for ${served.toFixed(0)} ms (bound ${staleForMs} ms)\n`,
       )
       expect(served).toBeGreaterThan(staleForMs - 300)
       expect(await v.verify(known)).toEqual({ valid: false, reason: 'TesseraUnavailable' })
