@@ -80,7 +80,8 @@ const clip = (s: string | undefined): string =>
  * events' audit rows with their details nested, and of their outbox rows with the event nested
  * as its body (in the key order that auditEvent gives an event), written here rather than by
  * it: each value is checked once and written where it appears (an event's id three times), and
- * most values need no escaping (see jsonString). Counted: a create's instructions -6.5 %.
+ * most values need no escaping (see jsonString). Counted: a create's instructions -6.3 %
+ * (docs/performance.md).
  * test/unit/creates-json.test.ts checks that the texts are the same.
  */
 export function rowsJson(tokens: TokenRecord[], events: AuditEvent[]): RowsJson {

@@ -14,6 +14,15 @@ describe('two-step sign-in: authenticator codes, recovery codes, policy', () => 
   const codeAt = (secret: string, ms = h.clock.now) =>
     generateSync({ secret, epoch: Math.floor(ms / 1000) })
 
+  /**
+   * A code that is not right now: not the app's, nor a step before or after (taken for clock
+   * drift). A fixed one such as 000000 is right once in about 330,000 secrets.
+   */
+  const wrongCode = (secret: string) => {
+    const right = new Set([-1, 0, 1].map((k) => codeAt(secret, h.clock.now + k * step)))
+    return ['000000', '123456', '999999'].find((c) => !right.has(c)) as string
+  }
+
   /** A holder with a password, signed in. */
   const holder = async (username: string) => {
     const b = new DashboardClient(h.app)
@@ -34,7 +43,7 @@ describe('two-step sign-in: authenticator codes, recovery codes, policy', () => 
       '',
     )
     expect(secret).toMatch(/^[A-Z2-7]{16,}$/)
-    const wrong = await b.post('/account/settings/totp', { code: '000000' })
+    const wrong = await b.post('/account/settings/totp', { code: wrongCode(secret) })
     expect(wrong.status).toBe(422)
     expect(alertOf(wrong.body)).toBe('That code is not right. Enter the code the app shows now.')
     const done = await b.post('/account/settings/totp', { code: codeAt(secret) })
@@ -69,7 +78,7 @@ describe('two-step sign-in: authenticator codes, recovery codes, policy', () => 
     const c = await password1('alice')
     const page = await c.get('/account/sign-in/verify')
     expect(titleOf(page.body)).toBe('Two-step sign-in')
-    const refusals = ['123456', codeAt(secret, h.clock.now - 2 * step), 'not a code']
+    const refusals = [wrongCode(secret), codeAt(secret, h.clock.now - 2 * step), 'not a code']
     for (const code of refusals) {
       const res = await c.post('/account/sign-in/verify', { code })
       expect(res.status, code).toBe(401)
@@ -108,7 +117,7 @@ describe('two-step sign-in: authenticator codes, recovery codes, policy', () => 
 
   it('takes a recovery code once, and counts failures in the sign-in throttle', async () => {
     const b = await holder('alice')
-    const { codes } = await enrol(b)
+    const { codes, secret } = await enrol(b)
     const [first = '', second = ''] = codes
     const c = await password1('alice')
     expect((await c.post('/account/sign-in/verify', { code: first.toUpperCase() })).status).toBe(
@@ -123,7 +132,9 @@ describe('two-step sign-in: authenticator codes, recovery codes, policy', () => 
     // Five failures for the person: the sixth attempt is not even checked.
     const e = await password1('alice')
     for (let i = 0; i < 5; i++) {
-      expect((await e.post('/account/sign-in/verify', { code: '000000' })).status).toBe(401)
+      expect((await e.post('/account/sign-in/verify', { code: wrongCode(secret) })).status).toBe(
+        401,
+      )
     }
     const throttled = await e.post('/account/sign-in/verify', { code: codes[2] as string })
     expect(throttled.status).toBe(429)
