@@ -154,7 +154,7 @@ export const tokensRepo = {
     await db.insertInto('tokens').values(fromToken(t)).execute()
   },
 
-  /** `documents`, when given, are the records' documents already written (JSON.stringify). */
+  /** `documents`, when given, are the records' documents already written (tokenDocument). */
   async insertMany(db: Executor, ts: TokenRecord[], documents?: string[]): Promise<void> {
     if (ts.length === 0) return
     const all = documents

@@ -36,8 +36,8 @@ export function tokenView(record: TokenRecord): TokenView {
 
 /**
  * `JSON.stringify(tokenView(record))`, written by hand (see jsonString): the document a create
- * stores and answers with. Keys in tokenView's order; document.test checks that the texts are
- * the same.
+ * stores and answers with. Keys in tokenView's order; test/unit/creates-json.test.ts checks that
+ * the texts are the same.
  */
 export function tokenDocument(r: TokenRecord): string {
   let text = `{"id":${jsonString(r.id)},"usage":${jsonString(r.usage)},"client":"api","default":${r.isDefault},"scopes":${jsonArray(r.scopes)},"note":${jsonString(r.note)},"created":${jsonString(r.created)},"modified":${jsonString(r.modified)}`

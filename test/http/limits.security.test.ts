@@ -129,7 +129,7 @@ describe('closeSilentConnections', () => {
 
   it('keeps a connection that carries a request every 100 ms', async () => {
     let timer: NodeJS.Timeout | undefined
-    const ms = await closedAfter('', 1_500, (socket) => {
+    const ms = await closedAfter('', 2_500, (socket) => {
       socket.resume()
       timer = setInterval(() => socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n'), 100)
     })
