@@ -15,10 +15,10 @@ import { type TokenRecord, tokensRepo } from './repositories.js'
  * columns-as-arrays form that was 5 % of a create's time on the instance). The columns that
  * hold JSON text go as nested JSON (an event's details, an outbox body; see `RowsJson`) or, the
  * tokens' documents, as texts of their own, joined to their rows by position: newline-joined
- * (JSON text written by `JSON.stringify` never holds a raw newline), so that neither side writes
- * or parses them again as JSON (a create has already written its token's document for its
- * answer, and PostgreSQL stores each text as it comes). The outbox's sequence numbers are taken after the advisory lock that orders them
- * (see auditRepo.insert): the lock's row joins each row.
+ * (JSON text never holds a raw newline), so that neither side writes or parses them again as
+ * JSON (a create has already written its token's document for its answer, and PostgreSQL stores
+ * each text as it comes). The outbox's sequence numbers are taken after the advisory lock that
+ * orders them (see auditRepo.insert): the lock's row joins each row.
  *
  * Its commit does not wait for the WAL to reach the disk (synchronous_commit off for this
  * transaction alone), as SQLite's WAL with synchronous=NORMAL does not: a crash of PostgreSQL or
@@ -81,8 +81,7 @@ const clip = (s: string | undefined): string =>
  * as its body (in the key order that auditEvent gives an event), written here rather than by
  * it: each value is checked once and written where it appears (an event's id three times), and
  * most values need no escaping (see jsonString). Counted: a create's instructions -6.3 %
- * (docs/performance.md).
- * test/unit/creates-json.test.ts checks that the texts are the same.
+ * (docs/performance.md). test/unit/creates-json.test.ts checks that the texts are the same.
  */
 export function rowsJson(tokens: TokenRecord[], events: AuditEvent[]): RowsJson {
   // Commas before all but the first row: slicing a string built of pieces would copy it.

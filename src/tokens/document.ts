@@ -47,11 +47,13 @@ export function tokenDocument(r: TokenRecord): string {
 }
 
 function jsonArray(list: string[]): string {
-  let text = ''
-  for (const s of list) text += `,${jsonString(s)}`
-  return `[${text.slice(1)}]`
+  let text = '['
+  for (let i = 0; i < list.length; i++) {
+    text += `${i === 0 ? '' : ','}${jsonString(list[i] as string)}`
+  }
+  return `${text}]`
 }
 
 /** Adds `token` to a stored document (a JSON object) without parsing it again. */
 export const withToken = (document: string, token: string) =>
-  `${document.slice(0, -1)},"token":${JSON.stringify(token)}}`
+  `${document.slice(0, -1)},"token":${jsonString(token)}}`
