@@ -79,7 +79,7 @@ async function main() {
       let out = ''
       server.stdout.on('data', (d) => {
         out += d
-        const m = /listening on (\S+)/.exec(out)
+        const m = /Tessera is listening on (\S+)/.exec(out)
         if (m) resolve(m[1])
       })
       server.on('exit', () => reject(new Error(`the server did not start:\n${out}`)))

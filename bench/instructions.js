@@ -246,7 +246,7 @@ async function main() {
 
     // One plain start: makes the TLS certificate, and a temporary token over the API.
     const serverArgs = [path.join(root, 'dist/src/server.js')]
-    const ready = /listening on (\S+)/
+    const ready = /Tessera is listening on (\S+)/
     const plain = spawn(process.execPath, serverArgs, { env, stdio: ['ignore', 'pipe', 'pipe'] })
     const base = await new Promise((resolve, reject) => {
       let out = ''

@@ -23,7 +23,7 @@ function startServer(env) {
   return new Promise((resolve, reject) => {
     const onData = (d) => {
       out += d
-      const m = /listening on (\S+)/.exec(out)
+      const m = /Tessera is listening on (\S+)/.exec(out)
       if (m) resolve({ child, base: m[1] })
     }
     child.stdout.on('data', onData)
