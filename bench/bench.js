@@ -147,7 +147,12 @@ async function startTarget(dialect) {
     await fillScale(env)
     bigToken = (await tessera('token', 'create', 'big', '--scopes', 'tokens:read')).token
   }
-  const service = await start(path.join(root, 'dist/src/server.js'), [], env, /Tessera is listening on (\S+)/)
+  const service = await start(
+    path.join(root, 'dist/src/server.js'),
+    [],
+    env,
+    /Tessera is listening on (\S+)/,
+  )
   const base = service.match[1]
   const ca = readFileSync(path.join(env.DATA_DIR, 'tls', 'cert.pem'))
   const target = { dialect, env, service, base, ca, sk, pk, bigToken }
