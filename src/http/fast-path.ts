@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { AppContext } from '../context.js'
 import type { ApiError } from '../errors.js'
 import type { HeaderSink } from './guard.js'
+import { limits } from './limits.js'
 import { answerInvalid, answerValid, handedOver } from './routes/retrieve.js'
 
 type Listener = (req: IncomingMessage, res: ServerResponse) => void
@@ -49,8 +50,13 @@ class Headers implements HeaderSink {
 
 const json = 'application/json; charset=utf-8'
 
-/** True when a request comes with no body: no Content-Length (or 0) and no Transfer-Encoding. */
+/**
+ * True when a request comes with no body: no Content-Length (or 0) and no Transfer-Encoding.
+ * Node's parser frames a request by all of its headers, `req.headers` holds the first
+ * `maxHeaders` only: a request with as many or more is not known to be without a body.
+ */
 const bodiless = (req: IncomingMessage) => {
+  if (req.rawHeaders.length >= 2 * limits.maxHeaders) return false
   const length = req.headers['content-length']
   return (length === undefined || length === '0') && req.headers['transfer-encoding'] === undefined
 }
@@ -100,7 +106,9 @@ export function retrieveFastPath(
     // From here on the request is counted, so it is answered here whatever happens.
     // A request without a body is taken as read now. Left unread, Node drains it once the
     // answer is out (IncomingMessage._dump), which costs seven process.nextTick calls a request
-    // where this leaves none; a body is still left to Node to drain (docs/performance.md).
+    // where this leaves none; a body is still left to Node to drain (docs/performance.md). The
+    // request then never emits 'end' or 'close' (nothing here listens for them); the response
+    // still closes, and a connection lost meanwhile still destroys the request.
     if (bodiless(req)) req.read()
     const log = logs?.child({ reqId: o.requestId(req) })
     log?.info({ req: { method: 'GET', url, ip: req.socket.remoteAddress } }, 'incoming request')

@@ -107,6 +107,7 @@ async function serving(env: Env, logLevel = 'info') {
           }
         })
         socket.on('error', reject)
+        socket.on('close', () => reject(new Error(`closed after ${read.length} bytes: ${read}`)))
       }),
     /** Fastify alone. */
     inject: async (url: string, method: 'GET' | 'HEAD' = 'GET', headers = {}): Promise<Answer> => {
@@ -288,17 +289,21 @@ describe('the fast path of retrieve', () => {
 
   it('answers requests pipelined on one connection in order, with or without a body', async () => {
     // A request without a body is taken as read at once; one with a body is drained by Node,
-    // a body past the socket's high-water mark included, before the next request is read.
+    // before the next request is read. The large bodies are past the socket's high-water mark
+    // (16 KiB on Node 20, 64 KiB from 22 on), where a body left undrained stops the connection;
+    // one comes after 100 other headers, past the ones Node puts in `req.headers`.
     const s = await serving({ RATE_LIMIT_PER_MINUTE: '1000' }, 'warn')
     const pk = s.h.alice.defaultToken.token as string
     const head = `GET ${retrieve(pk)} HTTP/1.1\r\nHost: tessera\r\n`
-    const big = 'x'.repeat(100_000)
+    const big = 'x'.repeat(400_000)
+    const filler = Array.from({ length: 100 }, (_, i) => `X-Filler-${i}: x\r\n`).join('')
     const requests = [
       `${head}\r\n`,
       `${head}Content-Length: 5\r\n\r\nhello`,
       `${head}Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n`,
       `${head}Content-Length: 0\r\n\r\n`,
       `${head}Content-Length: ${big.length}\r\n\r\n${big}`,
+      `${head}${filler}Content-Length: ${big.length}\r\n\r\n${big}`,
       `${head}\r\n`,
     ]
     const expected = (await s.inject(retrieve(pk))).body
