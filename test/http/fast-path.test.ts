@@ -93,7 +93,7 @@ async function serving(env: Env, logLevel = 'info') {
         req.on('error', reject)
         req.end()
       }),
-    /** Raw bytes over one connection; resolves to everything read once `answers` have come. */
+    /** Raw bytes over one connection; everything read once `answers` have come, or it closed. */
     raw: (bytes: string, answers: number) =>
       new Promise<string>((resolve, reject) => {
         const socket = connect({ host: '127.0.0.1', port }, () => socket.write(bytes))
@@ -107,7 +107,7 @@ async function serving(env: Env, logLevel = 'info') {
           }
         })
         socket.on('error', reject)
-        socket.on('close', () => reject(new Error(`closed after ${read.length} bytes: ${read}`)))
+        socket.on('close', () => resolve(read))
       }),
     /** Fastify alone. */
     inject: async (url: string, method: 'GET' | 'HEAD' = 'GET', headers = {}): Promise<Answer> => {
@@ -289,21 +289,18 @@ describe('the fast path of retrieve', () => {
 
   it('answers requests pipelined on one connection in order, with or without a body', async () => {
     // A request without a body is taken as read at once; one with a body is drained by Node,
-    // before the next request is read. The large bodies are past the socket's high-water mark
-    // (16 KiB on Node 20, 64 KiB from 22 on), where a body left undrained stops the connection;
-    // one comes after 100 other headers, past the ones Node puts in `req.headers`.
+    // before the next request is read. The large body is past the socket's high-water mark
+    // (16 KiB on Node 20, 64 KiB from 22 on), where a body left undrained stops the connection.
     const s = await serving({ RATE_LIMIT_PER_MINUTE: '1000' }, 'warn')
     const pk = s.h.alice.defaultToken.token as string
     const head = `GET ${retrieve(pk)} HTTP/1.1\r\nHost: tessera\r\n`
     const big = 'x'.repeat(400_000)
-    const filler = Array.from({ length: 100 }, (_, i) => `X-Filler-${i}: x\r\n`).join('')
     const requests = [
       `${head}\r\n`,
       `${head}Content-Length: 5\r\n\r\nhello`,
       `${head}Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n`,
       `${head}Content-Length: 0\r\n\r\n`,
       `${head}Content-Length: ${big.length}\r\n\r\n${big}`,
-      `${head}${filler}Content-Length: ${big.length}\r\n\r\n${big}`,
       `${head}\r\n`,
     ]
     const expected = (await s.inject(retrieve(pk))).body
@@ -315,6 +312,28 @@ describe('the fast path of retrieve', () => {
       requests.map(() => expected),
     )
     expect(s.fastify).toEqual([])
+  })
+
+  it('drains a body whose Content-Length comes after 100 other headers', async () => {
+    // Node 20 frames a request by all its headers but keeps the first 100 (maxHeadersCount) in
+    // `req.headers`: such a request is not taken as read, and its body is drained. Node 22 and
+    // later refuse a request with more than 100 headers: 431, and the connection closes.
+    const s = await serving({ RATE_LIMIT_PER_MINUTE: '1000' }, 'warn')
+    const pk = s.h.alice.defaultToken.token as string
+    const head = `GET ${retrieve(pk)} HTTP/1.1\r\nHost: tessera\r\n`
+    const big = 'x'.repeat(400_000)
+    const filler = Array.from({ length: 100 }, (_, i) => `X-Filler-${i}: x\r\n`).join('')
+    const expected = (await s.inject(retrieve(pk))).body
+    const read = await s.raw(
+      `${head}${filler}Content-Length: ${big.length}\r\n\r\n${big}${head}\r\n`,
+      2,
+    )
+    const answers = read.split('HTTP/1.1 ').slice(1)
+    if (Number(process.versions.node.split('.')[0]) < 22) {
+      expect(answers.map((a) => a.slice(a.indexOf('\r\n\r\n') + 4))).toEqual([expected, expected])
+    } else {
+      expect(answers).toEqual([expect.stringMatching(/^431 Request Header Fields Too Large\r\n/)])
+    }
   })
 
   it('takes HTTPS behind a proxy, and leaves plain HTTP and logged requests to Fastify', async () => {
