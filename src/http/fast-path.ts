@@ -52,8 +52,9 @@ const json = 'application/json; charset=utf-8'
 
 /**
  * True when a request comes with no body: no Content-Length (or 0) and no Transfer-Encoding.
- * Node's parser frames a request by all of its headers, `req.headers` holds the first
- * `maxHeaders` only: a request with as many or more is not known to be without a body.
+ * Node 20's parser frames a request by all of its headers, `req.headers` holds the first
+ * `maxHeaders` only: a request with as many or more is not known to be without a body (Node 22
+ * and later refuse one with more, 431).
  */
 const bodiless = (req: IncomingMessage) => {
   if (req.rawHeaders.length >= 2 * limits.maxHeaders) return false
