@@ -14,6 +14,7 @@ import { isUnavailable } from './db/database.js'
 import { ApiError } from './errors.js'
 import { adminDocs, adminRoutes } from './http/admin/routes.js'
 import { docsPage } from './http/docs-page.js'
+import { createFastPath } from './http/fast-create.js'
 import { inFront, retrieveFastPath } from './http/fast-path.js'
 import { guard, rateLimitHeaders } from './http/guard.js'
 import {
@@ -210,13 +211,13 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
     }
     done()
   })
-  // Retrieve skips Fastify's work whenever it can (see fast-path.ts).
+  // Retrieve and create skip Fastify's work whenever they can (see fast-path.ts, fast-create.ts).
   let closing = false
   app.addHook('preClose', (done) => {
     closing = true
     done()
   })
-  const fast = retrieveFastPath({
+  const fastOptions = {
     ctx,
     parseQuery,
     cors,
@@ -224,9 +225,15 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
     trustProxy: http.trustProxy,
     requestLog: requestLogging ? app.log : undefined,
     requestId,
-    errorOf: (error, log) => errorOf(ctx, error, log ?? options.logger),
-  })
-  inFront(app.server, fast)
+    errorOf: (error: unknown, log: FastifyBaseLogger | undefined) =>
+      errorOf(ctx, error, log ?? options.logger),
+  }
+  const retrieve = retrieveFastPath(fastOptions)
+  const create = createFastPath(fastOptions)
+  inFront(
+    app.server,
+    (req, res, fastify) => retrieve(req, res, fastify) || create(req, res, fastify),
+  )
 
   // Authenticated routes (those naming a scope) run the guard first, before the body is read.
   const authenticate = guard(ctx)

@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import type { Actor, SignInMethod } from '../audit/events.js'
+import type { Principal } from '../tokens/principal.js'
 
 /**
  * The actor of a request for the audit log: who, plus the client address and request id. Built
@@ -21,10 +22,19 @@ export function actorOf(request: FastifyRequest, who: Omit<Actor, 'address' | 'r
 export function tokenActor(request: FastifyRequest): Actor {
   const principal = request.principal
   if (principal === null) return actorOf(request, { type: 'anonymous' })
+  return principalActor(principal, request.ip, String(request.id))
+}
+
+/** The token that authorised a request, from the client's address and the request's id. */
+export function principalActor(
+  principal: Principal,
+  address: string | undefined,
+  requestId: string,
+): Actor {
   const actor: Actor = { type: 'token', usage: principal.usage }
   if (principal.tokenId !== undefined) actor.id = principal.tokenId
-  actor.address = request.ip
-  actor.requestId = String(request.id)
+  actor.address = address
+  actor.requestId = requestId
   return actor
 }
 

@@ -4,10 +4,11 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { AppContext } from '../context.js'
 import type { ApiError } from '../errors.js'
 import type { HeaderSink } from './guard.js'
+import { handedOver } from './handover.js'
 import { limits } from './limits.js'
-import { answerInvalid, answerValid, handedOver } from './routes/retrieve.js'
+import { answerInvalid, answerValid } from './routes/retrieve.js'
 
-type Listener = (req: IncomingMessage, res: ServerResponse) => void
+export type Listener = (req: IncomingMessage, res: ServerResponse) => void
 
 export interface FastPathOptions {
   ctx: AppContext
@@ -30,7 +31,7 @@ export interface FastPathOptions {
  * The headers of one answer, in the order Fastify would write them, as the flat list of names
  * and values `writeHead` takes: Node walks a list faster than an object's keys.
  */
-class Headers implements HeaderSink {
+export class Headers implements HeaderSink {
   readonly list: string[]
   constructor(first: readonly string[]) {
     this.list = first.slice()
@@ -56,7 +57,7 @@ const json = 'application/json; charset=utf-8'
  * `maxHeaders` only: a request with as many or more is not known to be without a body (Node 22
  * and later refuse one with more, 431).
  */
-const bodiless = (req: IncomingMessage) => {
+export const bodiless = (req: IncomingMessage) => {
   if (req.rawHeaders.length >= 2 * limits.maxHeaders) return false
   const length = req.headers['content-length']
   return (length === undefined || length === '0') && req.headers['transfer-encoding'] === undefined
@@ -75,19 +76,93 @@ const bodiless = (req: IncomingMessage) => {
  * token that needs the database, or is not valid behind a proxy, whose validation the route
  * takes over (`handedOver`) rather than repeats.
  */
-export function retrieveFastPath(
-  o: FastPathOptions,
-): (req: IncomingMessage, res: ServerResponse) => boolean {
+/**
+ * How a request taken ahead of Fastify is answered: headers in Fastify's order, then the status
+ * and body; counted in the request metrics and logged once the answer is out, as Fastify does;
+ * an error answered as the error handler answers it.
+ */
+export interface Answering {
+  /** The request's id (Fastify's genReqId), made once when first asked for. */
+  requestId(): string
+  headers: Headers
+  send(status: number, body: string): void
+  fail(err: unknown): void
+}
+
+/**
+ * What the fast paths share: the request logger (Fastify's own, when requests are logged and no
+ * proxy's forwarded address is needed), and whether a request must be timed.
+ */
+export function fastPathBase(o: FastPathOptions) {
   const { ctx } = o
   const cors = Object.entries(o.cors).flat()
   const requests = ctx.config.metrics === undefined ? undefined : ctx.metrics.requests
   // With a proxy in front, the logged address is the client's from X-Forwarded-For: Fastify's.
   const logs = o.requestLog !== undefined && !o.trustProxy ? o.requestLog : undefined
   const timed = requests !== undefined || logs !== undefined
+  return {
+    /** Requests are logged, and only Fastify can log them (behind a proxy). */
+    fastifyLogs: o.requestLog !== undefined && logs === undefined,
+    timed,
+    /**
+     * From here on the request is counted, so it is answered here whatever happens: its log's
+     * first line now, its metrics and last line once the answer is out.
+     */
+    answering(
+      req: IncomingMessage,
+      res: ServerResponse,
+      method: string,
+      route: string,
+      start: number,
+    ): Answering {
+      let id: string | undefined
+      const requestId = () => {
+        id ??= o.requestId(req)
+        return id
+      }
+      const log = logs?.child({ reqId: requestId() })
+      log?.info({ req: { method, url: req.url, ip: req.socket.remoteAddress } }, 'incoming request')
+      const headers = new Headers(cors)
+      const send = (status: number, body: string) => {
+        headers.header('content-length', String(Buffer.byteLength(body)))
+        res.writeHead(status, headers.list)
+        res.end(body)
+        // As Fastify: counted and logged once the answer is out, never for a connection lost.
+        if (timed) {
+          res.once('finish', () => {
+            const elapsed = performance.now() - start
+            requests?.observe(method, route, status, elapsed)
+            log?.info({ res: { statusCode: status }, responseTime: elapsed }, 'request completed')
+          })
+        }
+      }
+      const fail = (err: unknown) => {
+        if (res.headersSent) {
+          res.destroy()
+          return
+        }
+        const error = o.errorOf(err, log)
+        headers.drop('content-type')
+        headers.drop('content-length')
+        headers.header('content-type', json)
+        send(error.statusCode, JSON.stringify(error.toJSON()))
+      }
+      return { requestId, headers, send, fail }
+    },
+  }
+}
+
+/** A request listener ahead of Fastify: true when it took the request, else Fastify gets it. */
+export type FastPath = (req: IncomingMessage, res: ServerResponse, fastify: Listener) => boolean
+
+export function retrieveFastPath(o: FastPathOptions): FastPath {
+  const { ctx } = o
+  const base = fastPathBase(o)
+  const { timed } = base
   return (req, res) => {
     const { url } = req
     if (req.method !== 'GET' || url === undefined || !url.startsWith('/tokens/v2?')) return false
-    if (o.requestLog !== undefined && logs === undefined) return false
+    if (base.fastifyLogs) return false
     // Fastify times a request from before its hooks: parsing and validation included.
     const start = timed ? performance.now() : 0
     if (o.refusing()) return false
@@ -104,40 +179,13 @@ export function retrieveFastPath(
       return false
     }
 
-    // From here on the request is counted, so it is answered here whatever happens.
     // A request without a body is taken as read now. Left unread, Node drains it once the
     // answer is out (IncomingMessage._dump), which costs seven process.nextTick calls a request
     // where this leaves none; a body is still left to Node to drain (docs/performance.md). The
     // request then never emits 'end' or 'close' (nothing here listens for them); the response
     // still closes, and a connection lost meanwhile still destroys the request.
     if (bodiless(req)) req.read()
-    const log = logs?.child({ reqId: o.requestId(req) })
-    log?.info({ req: { method: 'GET', url, ip: req.socket.remoteAddress } }, 'incoming request')
-    const headers = new Headers(cors)
-    const send = (status: number, body: string) => {
-      headers.header('content-length', String(Buffer.byteLength(body)))
-      res.writeHead(status, headers.list)
-      res.end(body)
-      // As Fastify: counted and logged once the answer is out, never for a connection lost.
-      if (timed) {
-        res.once('finish', () => {
-          const elapsed = performance.now() - start
-          requests?.observe('GET', '/tokens/v2', status, elapsed)
-          log?.info({ res: { statusCode: status }, responseTime: elapsed }, 'request completed')
-        })
-      }
-    }
-    const fail = (err: unknown) => {
-      if (res.headersSent) {
-        res.destroy()
-        return
-      }
-      const error = o.errorOf(err, log)
-      headers.drop('content-type')
-      headers.drop('content-length')
-      headers.header('content-type', json)
-      send(error.statusCode, JSON.stringify(error.toJSON()))
-    }
+    const { headers, send, fail } = base.answering(req, res, 'GET', '/tokens/v2', start)
     try {
       const body =
         validation.code === 'TokenValid'
@@ -155,20 +203,18 @@ export function retrieveFastPath(
 
 /**
  * Puts `fast` in front of the server's request listener, Fastify's: a request it does not take
- * goes on to Fastify unchanged. Fastify adds exactly one listener; anything else is refused
- * here rather than bypassed.
+ * goes on to Fastify unchanged (or later, through the listener it is given). Fastify adds
+ * exactly one listener; anything else is refused here rather than bypassed.
  */
-export function inFront(
-  server: Server,
-  fast: (req: IncomingMessage, res: ServerResponse) => boolean,
-) {
+export function inFront(server: Server, fast: FastPath) {
   const listeners = server.listeners('request') as Listener[]
   const [fastify] = listeners
   if (listeners.length !== 1 || fastify === undefined) {
     throw new Error(`the server has ${listeners.length} request listeners, not Fastify's alone`)
   }
+  const next: Listener = (req, res) => fastify.call(server, req, res)
   server.removeAllListeners('request')
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    if (!fast(req, res)) fastify.call(server, req, res)
+    if (!fast(req, res, next)) next(req, res)
   })
 }

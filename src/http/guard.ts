@@ -4,6 +4,7 @@ import type { AccountRecord } from '../db/repositories.js'
 import { ApiError } from '../errors.js'
 import { intervalS, type RateLimitResult } from '../ratelimit/limiter.js'
 import { type Principal, rateKeyOf } from '../tokens/principal.js'
+import { handedOver } from './handover.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -100,7 +101,9 @@ export const andThen = <T, R>(value: T | Promise<T>, next: (value: T) => R): R |
 export function guard(ctx: AppContext) {
   const check = (request: FastifyRequest, reply: FastifyReply) => {
     const token = accessToken(request)
-    const validation = token === undefined ? undefined : ctx.tokens.validate(token)
+    // A fast path may have validated it already (fast-create.ts): once a request.
+    const validation =
+      token === undefined ? undefined : (handedOver.get(request.raw) ?? ctx.tokens.validate(token))
     return andThen(validation, (validation) => {
       if (validation !== undefined) ctx.metrics.validated(validation)
       // A token restricted to IP ranges, used from elsewhere, authorises nothing (Tessera).

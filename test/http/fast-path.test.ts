@@ -1,143 +1,13 @@
-import { request } from 'node:http'
-import { type AddressInfo, connect } from 'node:net'
-import type { FastifyInstance } from 'fastify'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { buildApp } from '../../src/app.js'
-import { cliActor } from '../../src/audit/events.js'
-import type { Env } from '../../src/config.js'
-import { postgresChanges, sqliteChanges } from '../../src/db/changes.js'
-import { createLogger } from '../../src/http/logging.js'
-import { RedisRateLimiter } from '../../src/ratelimit/redis.js'
-import { randomAlnum } from '../../src/tokens/ids.js'
-import { all, call, type Harness, harness, tampered } from '../helpers.js'
+import { all, call, type Harness, tampered } from '../helpers.js'
+import { type Answer, closeServing, serving } from './serving.js'
 
 /**
  * Retrieve is answered ahead of Fastify when it can be (src/http/fast-path.ts). Every answer
- * of the fast path is held against Fastify's own for the same request: `app.inject` calls
- * Fastify's handler directly, a request over the socket meets the fast path first. Same status,
- * same headers in the same order, same body, same log lines, same metrics. Redis is used for
- * the rate limit when TEST_REDIS_URL is given (its answers may then come after a round trip).
+ * of the fast path is held against Fastify's own for the same request (see serving.ts): same
+ * status, same headers in the same order, same body, same log lines, same metrics.
  */
-const redisEnv = (): Env =>
-  process.env.TEST_REDIS_URL
-    ? { REDIS_URL: process.env.TEST_REDIS_URL, REDIS_KEY_PREFIX: `tessera-test-${randomAlnum(8)}:` }
-    : {}
-
-/** Headers Node adds on the socket and light-my-request does not (or differently). */
-const transport = new Set(['date', 'connection', 'keep-alive', 'transfer-encoding'])
-
-interface Answer {
-  status: number
-  headers: [string, string][]
-  body: string
-}
-
-let h: Harness | undefined
-let app: FastifyInstance | undefined
-afterEach(async () => {
-  await app?.close()
-  await h?.close()
-  app = undefined
-  h = undefined
-})
-
-/**
- * A harness and an app of its own listening on a port, with an onRequest hook that records
- * what reached Fastify, and its log lines at info.
- */
-async function serving(env: Env, logLevel = 'info') {
-  h = await harness({ METRICS_PORT: '0', ...redisEnv(), ...env })
-  const limiter = h.ctx.rateLimiter
-  if (limiter instanceof RedisRateLimiter) {
-    await vi.waitFor(() => expect(limiter.shared).toBe(true), { timeout: 10_000 })
-  }
-  // Accounts of names no other run uses: every harness makes an alice and a bob, and the change
-  // feed's channel is per database, so a notice of another run's alice (test files run in
-  // parallel) would empty this one's directory entry mid-test.
-  h.alice = await h.ctx.accounts.create(`fp${randomAlnum(10)}`, undefined, [], cliActor)
-  h.bob = await h.ctx.accounts.create(`fp${randomAlnum(10)}`, undefined, [], cliActor)
-  await caughtUp(h)
-  const lines: string[] = []
-  app = buildApp(h.ctx, { logger: createLogger(logLevel, { write: (l: string) => lines.push(l) }) })
-  const fastify: string[] = []
-  app.addHook('onRequest', (request, _reply, done) => {
-    fastify.push(`${request.method} ${request.url}`)
-    done()
-  })
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  const { port } = app.server.address() as AddressInfo
-  const served = app
-  return {
-    h,
-    lines,
-    /** What reached Fastify's hooks, as `METHOD url`. */
-    fastify,
-    /** Over the socket: the fast path first. */
-    socket: (url: string, method = 'GET', headers: Record<string, string> = {}) =>
-      new Promise<Answer>((resolve, reject) => {
-        const req = request({ host: '127.0.0.1', port, path: url, method, headers }, (res) => {
-          let body = ''
-          res.setEncoding('utf8')
-          res.on('data', (d) => {
-            body += d
-          })
-          res.on('end', () => {
-            const pairs: [string, string][] = []
-            for (let i = 0; i < res.rawHeaders.length; i += 2) {
-              const name = (res.rawHeaders[i] as string).toLowerCase()
-              if (!transport.has(name)) pairs.push([name, res.rawHeaders[i + 1] as string])
-            }
-            resolve({ status: res.statusCode as number, headers: pairs, body })
-          })
-        })
-        req.on('error', reject)
-        req.end()
-      }),
-    /** Raw bytes over one connection; everything read once `answers` have come, or it closed. */
-    raw: (bytes: string, answers: number) =>
-      new Promise<string>((resolve, reject) => {
-        const socket = connect({ host: '127.0.0.1', port }, () => socket.write(bytes))
-        let read = ''
-        socket.setEncoding('utf8')
-        socket.on('data', (d) => {
-          read += d
-          if (read.split('HTTP/1.1 ').length - 1 === answers && read.endsWith('}')) {
-            socket.end()
-            resolve(read)
-          }
-        })
-        socket.on('error', reject)
-        socket.on('close', () => resolve(read))
-      }),
-    /** Fastify alone. */
-    inject: async (url: string, method: 'GET' | 'HEAD' = 'GET', headers = {}): Promise<Answer> => {
-      const res = await served.inject({ method, url, headers })
-      const pairs = Object.entries(res.headers)
-        .filter(([name]) => !transport.has(name))
-        .map(([name, value]) => [name, String(value)] as [string, string])
-      return { status: res.statusCode, headers: pairs, body: res.body }
-    },
-  }
-}
-
-/**
- * Waits until the caches keep records, and every change notified so far has reached them. Till
- * the change feed is live nothing is cached (PostgreSQL: it connects and LISTENs after start),
- * and a late notice of the harness's own writes (its accounts) empties an entry:
- * either way a request a test expects on the fast path would go to Fastify. The feed keeps
- * order, so once a notice of our own is in, every earlier one is.
- */
-async function caughtUp(h: Harness) {
-  await vi.waitFor(() => expect(h.ctx.feedLive).toBe(true), { timeout: 10_000 })
-  const { db, config, log } = h.ctx
-  const changes =
-    config.db.kind === 'postgres' ? postgresChanges(config.db, log) : sqliteChanges(db, log)
-  const seen = vi.spyOn(h.ctx.tokens.directory, 'invalidate')
-  const probe = `probe-${randomAlnum(8)}`
-  await changes.notify(db, `account:${probe}`)
-  await vi.waitFor(() => expect(seen).toHaveBeenCalledWith(probe), { timeout: 5_000 })
-  seen.mockRestore()
-}
+afterEach(closeServing)
 
 const retrieve = (token: string) => `/tokens/v2?access_token=${token}`
 
@@ -350,8 +220,7 @@ describe('the fast path of retrieve', () => {
     const forwarded = { ...https, 'x-forwarded-for': '203.0.113.9' }
     expect((await quiet.socket(junk, 'GET', forwarded)).body).toBe('{"code":"TokenMalformed"}')
     expect(quiet.fastify).toEqual([`GET ${junk}`])
-    await app?.close()
-    await h?.close()
+    await closeServing()
     // Logged, the address is the client's from X-Forwarded-For: Fastify's work, so its path.
     const logged = await serving({ RATE_LIMIT_PER_MINUTE: '1000', TRUST_PROXY: '1' })
     await logged.socket(url(logged.h), 'GET', https)

@@ -1,4 +1,3 @@
-import type { IncomingMessage } from 'node:http'
 import type { FastifyInstance } from 'fastify'
 import type { AppContext } from '../../context.js'
 import { ApiError } from '../../errors.js'
@@ -7,6 +6,7 @@ import { rateKeyOf } from '../../tokens/principal.js'
 import { isoTime } from '../../tokens/rules.js'
 import type { Validation as Checked } from '../../tokens/validator.js'
 import { accessToken, andThen, type HeaderSink, rateLimit } from '../guard.js'
+import { handedOver } from '../handover.js'
 import { AccessTokenQuery, errorResponses, Validation } from '../schemas.js'
 
 /**
@@ -43,13 +43,6 @@ function buildBody(parsed: ParsedToken) {
 }
 
 type Valid = Extract<Checked, { code: 'TokenValid' }>
-
-/**
- * Validations the fast path began and left to the route (a token not cached yet, or not
- * valid): the route goes on with them. A request validates its token once: a validation
- * counts the token's usage, and a bad signature is not checked twice.
- */
-export const handedOver = new WeakMap<IncomingMessage, Checked | Promise<Checked>>()
 
 /**
  * Retrieve's answer to a valid token: counted against its account's limit (the limit's headers
