@@ -158,6 +158,11 @@ export class TokenService {
     return this.validator.validate(token)
   }
 
+  /** What `validate` would answer now, uncounted and without waiting: see TokenValidator. */
+  peek(token: string): Validation | undefined {
+    return this.validator.peek(token)
+  }
+
   /** The wire object, with the token string (create, update, and pk entries of a list). */
   view(record: TokenRecord): TokenView {
     const view = tokenView(record)

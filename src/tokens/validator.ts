@@ -87,6 +87,24 @@ export class TokenValidator {
   }
 
   /**
+   * What `validate` would answer for a pk or sk now, without counting the token's usage and
+   * without waiting: for a fast path deciding whether to take a request, which validates it
+   * once it does. Undefined when `validate` would have to verify the string (not seen yet) or
+   * read the database, and for a tk.
+   */
+  peek(token: string): Validation | undefined {
+    const seen = this.verified.get(token.length > 16 ? token.slice(-16) : token)
+    if (seen === undefined || seen.token !== token || seen.parsed.usage === 'tk') return undefined
+    const { a } = seen.parsed.payload
+    const record = typeof a === 'string' ? this.cache.get(a) : undefined
+    if (record === undefined) return undefined
+    const validation = this.againstRecord(seen.parsed, record, false)
+    if (!(validation instanceof Promise)) return validation
+    validation.catch(() => {})
+    return undefined
+  }
+
+  /**
    * A validly signed tk: valid while its account exists, is enabled, and is the account that
    * issued it (not a later one of the same name: issued before the account was created).
    */
@@ -110,6 +128,7 @@ export class TokenValidator {
   private againstRecord(
     parsed: ParsedToken,
     record: TokenRecord | undefined,
+    counted = true,
   ): Validation | Promise<Validation> {
     if (
       record === undefined ||
@@ -120,15 +139,19 @@ export class TokenValidator {
     }
     const account = this.accounts.find(record.username)
     return account instanceof Promise
-      ? account.then((a) => this.ofAccount(parsed, record, a))
-      : this.ofAccount(parsed, record, account)
+      ? account.then((a) => this.ofAccount(parsed, record, a, counted))
+      : this.ofAccount(parsed, record, account, counted)
   }
 
-  /** ... and while its account exists, is enabled, and is the one the token was made in. */
+  /**
+   * ... and while its account exists, is enabled, and is the one the token was made in. A valid
+   * token's usage is counted unless `counted` is false (peek).
+   */
   private ofAccount(
     parsed: ParsedToken,
     record: TokenRecord,
     account: AccountRecord | undefined,
+    counted: boolean,
   ): Validation {
     if (
       account === undefined ||
@@ -138,7 +161,7 @@ export class TokenValidator {
     ) {
       return { code: 'TokenRevoked', parsed }
     }
-    this.usage?.hit(record.id)
+    if (counted) this.usage?.hit(record.id)
     return { code: 'TokenValid', parsed, principal: this.principalOf(record) }
   }
 

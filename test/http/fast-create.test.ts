@@ -1,5 +1,6 @@
 import { connect } from 'node:net'
 import { afterEach, describe, expect, it, vi } from 'vitest'
+import { cliActor } from '../../src/audit/events.js'
 import { all, type Harness } from '../helpers.js'
 import { type Answer, closeServing, serving } from './serving.js'
 
@@ -138,6 +139,63 @@ describe('the fast path of create', () => {
     expect(hours.map((h) => h.count)).toEqual([2])
   })
 
+  it('leaves other content types to Fastify, before reading their body', async () => {
+    const s = await serving({ RATE_LIMIT_PER_MINUTE: '1000' })
+    const sk = await s.h.token(s.h.alice.username, all)
+    await s.h.ctx.tokens.validate(sk.token)
+    const url = tokens(s.h.alice.username, sk.token)
+    const body = '{"scopes":["tokens:read"]}'
+    const types: [Record<string, string>, number][] = [
+      [{ 'content-type': 'text' }, 422],
+      [{ 'content-type': '' }, 422],
+      [{ 'content-type': 'application/json charset=utf-8' }, 422],
+      [{ 'content-type': 'application/json; charset=utf-8' }, 200],
+      [{ 'content-type': 'text/plain' }, 200],
+    ]
+    for (const [headers, status] of types) {
+      const route = await s.inject(url, 'POST', headers, body)
+      s.fastify.length = 0
+      const socket = await s.socket(url, 'POST', headers, body)
+      expect(s.fastify, headers['content-type']).toEqual([`POST ${url}`])
+      expect(socket.status, headers['content-type']).toBe(status)
+      expect(shape(socket), headers['content-type']).toEqual(shape(route))
+    }
+  })
+
+  it('hands a token revoked while its body came to the guard, which refuses it', async () => {
+    const s = await serving({ RATE_LIMIT_PER_MINUTE: '1000' }, 'warn')
+    const sk = await s.h.token(s.h.alice.username, all)
+    await s.h.ctx.tokens.validate(sk.token)
+    const url = tokens(s.h.alice.username, sk.token)
+    const body = '{"scopes":["tokens:read"]}'
+    const port = (s.app.server.address() as { port: number }).port
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect({ host: '127.0.0.1', port })
+      let read = ''
+      socket.setEncoding('utf8')
+      socket.on('data', (d) => {
+        read += d
+        if (read.endsWith('}')) socket.end()
+      })
+      socket.on('close', () => resolve(read))
+      socket.on('error', reject)
+      socket.write(
+        `POST ${url} HTTP/1.1\r\nHost: tessera\r\nContent-Type: application/json\r\n` +
+          `Content-Length: ${body.length}\r\n\r\n`,
+      )
+      // The headers are taken (the token cached and valid), then the token is deleted.
+      setTimeout(async () => {
+        const account = await s.h.ctx.accounts.find(s.h.alice.username)
+        if (account === undefined) return reject(new Error('no account'))
+        await s.h.ctx.tokens.remove(account, sk.id, cliActor)
+        socket.write(body)
+      }, 50)
+    })
+    expect(answer.slice(0, 25)).toBe('HTTP/1.1 401 Unauthorized')
+    expect(answer.slice(answer.indexOf('\r\n\r\n') + 4)).toBe('{"message":"Unauthorized"}')
+    expect(s.fastify).toEqual([`POST ${url}`])
+  })
+
   it('leaves a token not yet cached to the guard, which validates it once', async () => {
     const s = await serving({ RATE_LIMIT_PER_MINUTE: '1000' })
     const sk = await s.h.token(s.h.alice.username, all)
@@ -229,9 +287,10 @@ describe('the fast path of create', () => {
     const url = tokens(s.h.alice.username, sk.token)
     const note = 'n'.repeat(100)
     const body = JSON.stringify({ note, scopes: ['tokens:read'] })
-    const post = `POST ${url} HTTP/1.1\r\nHost: tessera\r\nContent-Length: ${body.length}\r\n\r\n`
+    const head = `POST ${url} HTTP/1.1\r\nHost: tessera\r\nContent-Type: application/json\r\n`
+    const post = `${head}Content-Length: ${body.length}\r\n\r\n`
     const temporary = JSON.stringify({ expires: new Date(s.h.clock.now + 60_000).toISOString() })
-    const tk = `POST ${url} HTTP/1.1\r\nHost: tessera\r\nContent-Length: ${temporary.length}\r\n\r\n`
+    const tk = `${head}Content-Length: ${temporary.length}\r\n\r\n`
     await s.h.ctx.tokens.validate(sk.token)
     s.fastify.length = 0
     const read = await s.raw(`${post}${body}${tk}${temporary}${post}${body}`, 3)
