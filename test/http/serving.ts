@@ -34,6 +34,24 @@ export interface Answer {
 
 type Method = 'GET' | 'HEAD' | 'POST'
 
+/** The headers of an API answer, in Fastify's order (Node's own taken out: `transport`). */
+export const answerHeaders = [
+  'access-control-allow-origin',
+  'access-control-expose-headers',
+  'x-rate-limit-interval',
+  'x-rate-limit-limit',
+  'x-rate-limit-reset',
+  'content-type',
+  'content-length',
+]
+
+/** The token's uses counted by the hour so far (each validation of it counts one). */
+export async function usageCounts(h: Harness, tokenId: string): Promise<number[]> {
+  await h.ctx.usage.flush()
+  const { hours } = await h.ctx.usage.activity(tokenId)
+  return hours.map((hour) => hour.count)
+}
+
 let open: { h: Harness; app: FastifyInstance } | undefined
 
 /** Closes the app and harness of the last `serving` (each test file calls it after each test). */
