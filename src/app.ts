@@ -17,13 +17,7 @@ import { docsPage } from './http/docs-page.js'
 import { createFastPath } from './http/fast-create.js'
 import { inFront, retrieveFastPath } from './http/fast-path.js'
 import { guard, rateLimitHeaders } from './http/guard.js'
-import {
-  closeSilentConnections,
-  fastifyLimits,
-  jsonDepthExceeds,
-  limits,
-  nodeServerOptions,
-} from './http/limits.js'
+import { closeSilentConnections, fastifyLimits, limits, nodeServerOptions } from './http/limits.js'
 import { openapi } from './http/openapi.js'
 import { OverloadDetector } from './http/overload.js'
 import { healthRoutes, probePaths } from './http/routes/health.js'
@@ -32,7 +26,7 @@ import { retrieveRoute } from './http/routes/retrieve.js'
 import { scopeRoutes } from './http/routes/scopes.js'
 import { tokenRoutes } from './http/routes/tokens.js'
 import { leakTag, tokenApiTag } from './http/schemas.js'
-import { validatorCompiler } from './http/validation.js'
+import { parseBody, validatorCompiler } from './http/validation.js'
 import { metricsHooks } from './metrics/http.js'
 import { randomAlnum } from './tokens/ids.js'
 
@@ -182,15 +176,13 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
   // Every body is read as JSON, whatever its declared type; an empty body is no body.
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
-    if (body === '') return done(null, undefined)
-    if (jsonDepthExceeds(body as string, limits.jsonDepth)) {
-      return done(new ApiError('invalidResources', 'the body is nested too deeply'), undefined)
-    }
+    let parsed: unknown
     try {
-      done(null, JSON.parse(body as string))
-    } catch {
-      done(new ApiError('invalidResources', 'the body is not valid JSON'), undefined)
+      parsed = parseBody(body as string)
+    } catch (err) {
+      return done(err as ApiError, undefined)
     }
+    done(null, parsed)
   })
 
   // Lowercase names and string values: Node and Fastify take them as they are, which halves

@@ -34,6 +34,11 @@ export class AccountDirectory {
     })
   }
 
+  /** The account when it is known here, without reading the database. */
+  peek(username: string): AccountRecord | undefined {
+    return this.enabled ? this.known.get(username) : undefined
+  }
+
   invalidate(username: string) {
     this.generation++
     this.known.delete(username)

@@ -1,16 +1,19 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { performance } from 'node:perf_hooks'
+import type { Static } from '@sinclair/typebox'
+import type { Actor } from '../audit/events.js'
+import type { AccountRecord } from '../db/repositories.js'
 import { ApiError } from '../errors.js'
-import { rateKeyOf } from '../tokens/principal.js'
-import type { TokenFields } from '../tokens/service.js'
+import { jsonString } from '../json.js'
+import { type Principal, rateKeyOf } from '../tokens/principal.js'
 import type { Validation } from '../tokens/validator.js'
 import { principalActor } from './actor.js'
 import { type FastPath, type FastPathOptions, fastPathBase, type Listener } from './fast-path.js'
 import { rateLimit } from './guard.js'
 import { handedOver, replays } from './handover.js'
-import { jsonDepthExceeds, limits } from './limits.js'
+import { limits } from './limits.js'
 import { CreateBody } from './schemas.js'
-import { validatorCompiler } from './validation.js'
+import { parseBody, validatorCompiler } from './validation.js'
 
 type Valid = Extract<Validation, { code: 'TokenValid' }>
 
@@ -25,24 +28,24 @@ const json = 'application/json; charset=utf-8'
 const plainName = /^[A-Za-z0-9._-]{1,64}$/
 
 /**
- * Create of a permanent token, answered ahead of Fastify, as retrieve is (see fast-path.ts): a
- * create costs Fastify's request and reply, router, four hooks, body parser, two schema checks
- * and serializer besides Tessera's own work. It takes `POST /tokens/v2/<name>?access_token=…`
- * with a JSON body of a known length within the limit when the token is one the guard would let
- * through as it is (a string verified before, an sk of that account holding `tokens:write`,
- * cached, from an address its IP ranges allow; looked at without counting it), reads the body,
- * and answers the request itself when the body is a permanent token's that the route's schema
- * accepts (no `expires`). Then it goes the guard's and route's way exactly (the token validated
- * and counted, rate limit, account, create) and answers as the route does: same headers in the
- * same order, same body, metrics and log lines, the same errors (429, 503 and the create's own
- * 422s). Anything else goes to Fastify: at once, before the body is read (other tokens, types,
- * framings, spellings of the path, and every request the retrieve fast path leaves to Fastify:
- * not ready, shedding, closing, logged behind a proxy, and here any request behind a proxy,
- * whose client address is Fastify's to work out), or with the body it read (`replayBody` in
- * handover.ts) and nothing counted but the token's validation, which the guard takes over
- * (`handedOver`): a temporary token, a body not valid JSON or not the schema's, a token changed
- * while the body came. A client that leaves with its body half sent is not counted, where
- * Fastify would have counted it against the rate limit before reading the body.
+ * Create, answered ahead of Fastify, as retrieve is (see fast-path.ts): a create costs Fastify's
+ * request and reply, router, four hooks, body parser, two schema checks and serializer besides
+ * Tessera's own work. It takes `POST /tokens/v2/<name>?access_token=…` with a JSON body of a
+ * known length within the limit when the token is one Fastify's guard would let through as it
+ * is: a string verified before, an sk of that account holding `tokens:write`, cached, from an
+ * address its IP ranges allow (looked at without counting it). Everything else goes to Fastify
+ * before the body is read: other tokens, types, framings, spellings of the path, and every
+ * request the retrieve fast path leaves to Fastify (not ready, shedding, closing, logged behind
+ * a proxy; and here any request behind a proxy, whose client address, which goes into the audit
+ * event, is Fastify's to work out). A request taken is then answered here whatever its body,
+ * as Fastify's guard and route answer it: the token validated and counted, the rate limit and
+ * its headers, the account, the body parsed and checked by the same parser and schema, the
+ * create of a permanent or a temporary token; the same headers in the same order, the same
+ * body, metrics and log lines, the error handler's answers. Only a token changed while the
+ * body came (revoked, narrowed) goes to Fastify then, with the body read (`replayBody` in
+ * handover.ts) and the validation made (`handedOver`), so that it counts once. A client that
+ * leaves with its body half sent is not counted, where Fastify would have counted it against
+ * the rate limit before reading the body.
  */
 export function createFastPath(o: FastPathOptions): FastPath {
   const { ctx } = o
@@ -55,24 +58,6 @@ export function createFastPath(o: FastPathOptions): FastPath {
     httpPart: 'body',
   }) as (value: unknown) => { error?: unknown }
 
-  /**
-   * The body as Fastify's body parser (app.ts) and the route's schema take it, when it is a
-   * permanent token's: undefined for anything else, which is Fastify's to answer (after the
-   * guard, as always).
-   */
-  const plainBody = (raw: Buffer): object | undefined => {
-    const text = raw.toString('utf8')
-    if (jsonDepthExceeds(text, limits.jsonDepth)) return undefined
-    let body: unknown
-    try {
-      body = JSON.parse(text)
-    } catch {
-      return undefined
-    }
-    if (typeof body !== 'object' || body === null || 'expires' in body) return undefined
-    return checkBody(body).error === undefined ? body : undefined
-  }
-
   /** A validation that lets this request's create go the plain way. */
   const plain = (validation: Validation, username: string, ip: string): validation is Valid =>
     validation.code === 'TokenValid' &&
@@ -80,6 +65,31 @@ export function createFastPath(o: FastPathOptions): FastPath {
     validation.principal.username === username &&
     validation.principal.scopes.has(scope) &&
     (validation.principal.allowedIps === undefined || validation.principal.allowedIps(ip))
+
+  /**
+   * The route's handler from its body on, as Fastify runs it after the guard: the body parser
+   * (app.ts), the check that only an sk makes a permanent token (met), the schema, then the
+   * create. Its answer as JSON text: a permanent token's document, or a temporary token in the
+   * response schema's order of fields.
+   */
+  const created = async (
+    account: AccountRecord,
+    principal: Principal,
+    raw: Buffer,
+    actor: Actor,
+  ): Promise<string> => {
+    const body = parseBody(raw.toString('utf8'))
+    if (checkBody(body).error !== undefined) throw new ApiError('invalidResources')
+    const input = body as Static<typeof CreateBody>
+    if (input.expires === undefined) return ctx.tokens.createJson(account, principal, input, actor)
+    const t = await ctx.tokens.createTemporary(
+      account,
+      principal,
+      { ...input, expires: input.expires },
+      actor,
+    )
+    return `{"token":${jsonString(t.token)},"issued_at":${jsonString(t.issued_at)},"expires":${jsonString(t.expires)},"expires_in":${JSON.stringify(t.expires_in)}}`
+  }
 
   /** At the body's end: answers here, or hands the request to Fastify with its body. */
   const whole = (
@@ -92,40 +102,34 @@ export function createFastPath(o: FastPathOptions): FastPath {
     ip: string,
     raw: Buffer,
   ) => {
-    // What Fastify's guard would take as it is: the validation made here, and the body read.
-    const handOver = (validation?: Validation | Promise<Validation>) => {
-      if (validation !== undefined) handedOver.set(req, validation)
-      replays.set(req, raw)
-      fastify(req, res)
-    }
-    let body: object | undefined
-    let validation: Validation | Promise<Validation> | undefined
+    // Counted here: once a request, here or by the guard it is handed to.
+    let validation: Validation | Promise<Validation>
     try {
-      body = plainBody(raw)
-      // Counted from here: once a request, here or by the guard it is handed to.
-      if (body !== undefined) validation = ctx.tokens.validate(token)
+      validation = ctx.tokens.validate(token)
     } catch {
-      // Whatever failed is Fastify's to answer (a 500), the same way.
+      // Fastify's to answer (a 500), the same way.
+      replays.set(req, raw)
+      return fastify(req, res)
     }
-    if (body === undefined || validation === undefined) return handOver()
-    if (validation instanceof Promise) {
+    // Changed while the body came (revoked, narrowed, no longer cached): the guard's to answer,
+    // with the body read and the validation made.
+    if (validation instanceof Promise || !plain(validation, username, ip)) {
       // Fastify's hooks may still refuse the request: a failed lookup is then nobody's.
-      validation.catch(() => {})
-      return handOver(validation)
+      if (validation instanceof Promise) validation.catch(() => {})
+      handedOver.set(req, validation)
+      replays.set(req, raw)
+      return fastify(req, res)
     }
-    // Changed while the body came (revoked, its scopes narrowed): the guard's to answer.
-    if (!plain(validation, username, ip)) return handOver(validation)
     const { principal } = validation
 
-    // The guard's way from here (guard.ts), then the route's.
+    // The guard's way from here (guard.ts), then the route's, whatever the body.
     const { requestId, headers, send, fail } = base.answering(req, res, 'POST', route, start)
     ctx.metrics.validated(validation)
     const create = async () => {
       await rateLimit(ctx, headers, rateKeyOf(principal))
       const account = await ctx.accounts.find(username)
       if (account === undefined) throw new ApiError('noSuchUser')
-      const actor = principalActor(principal, ip, requestId())
-      return ctx.tokens.createJson(account, principal, body as TokenFields, actor)
+      return created(account, principal, raw, principalActor(principal, ip, requestId()))
     }
     create()
       .then((answer) => {
@@ -171,7 +175,7 @@ export function createFastPath(o: FastPathOptions): FastPath {
     })
     req.on('end', () => {
       // Node frames the body by its Content-Length: a shorter one ends as an abort, not here.
-      if (read !== bytes) return
+      if (read !== bytes) return res.destroy()
       const raw = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, read)
       whole(req, res, fastify, start, username, token, ip, raw)
     })

@@ -2,6 +2,7 @@ import type { TObject, TSchema } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { FastifySchemaCompiler } from 'fastify'
 import { ApiError, type ErrorKind, errorTable } from '../errors.js'
+import { jsonDepthExceeds, limits } from './limits.js'
 
 const kindByMessage = new Map<string, ErrorKind>(
   Object.entries(errorTable).map(([kind, [, message]]) => [message, kind as ErrorKind]),
@@ -24,5 +25,22 @@ export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, http
       | undefined
     const kind = kindByMessage.get(fieldSchema?.errorMessage ?? '') ?? 'invalidResources'
     return { error: new ApiError(kind) }
+  }
+}
+
+/**
+ * A request body as the API reads it, whatever its declared type: JSON within the depth limit
+ * (the contract's 422 otherwise); an empty body is no body. Fastify's body parser (app.ts) and
+ * the create fast path (fast-create.ts).
+ */
+export function parseBody(text: string): unknown {
+  if (text === '') return undefined
+  if (jsonDepthExceeds(text, limits.jsonDepth)) {
+    throw new ApiError('invalidResources', 'the body is nested too deeply')
+  }
+  try {
+    return JSON.parse(text)
+  } catch {
+    throw new ApiError('invalidResources', 'the body is not valid JSON')
   }
 }

@@ -93,6 +93,11 @@ export class TokenCache {
     return record
   }
 
+  /** The record when it is cached, not counted as a lookup (a fast path's look ahead). */
+  peek(id: string): TokenRecord | undefined {
+    return this.enabled ? this.records.get(id) : undefined
+  }
+
   /** Caches a record read when `generation` was `readAt`, unless something changed since. */
   set(record: TokenRecord, readAt: number) {
     if (this.enabled && readAt === this.generation) this.records.set(record.id, record)

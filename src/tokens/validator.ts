@@ -87,21 +87,27 @@ export class TokenValidator {
   }
 
   /**
-   * What `validate` would answer for a pk or sk now, without counting the token's usage and
-   * without waiting: for a fast path deciding whether to take a request, which validates it
-   * once it does. Undefined when `validate` would have to verify the string (not seen yet) or
-   * read the database, and for a tk.
+   * What `validate` would answer for a valid pk or sk now, without counting the token's usage
+   * or the cache's lookups and without waiting: for a fast path deciding whether to take a
+   * request, which validates it once it does. Undefined when `validate` would have to verify
+   * the string (not seen yet) or read the database, for a tk, and for a token not valid.
    */
   peek(token: string): Validation | undefined {
     const seen = this.verified.get(token.length > 16 ? token.slice(-16) : token)
     if (seen === undefined || seen.token !== token || seen.parsed.usage === 'tk') return undefined
-    const { a } = seen.parsed.payload
-    const record = typeof a === 'string' ? this.cache.get(a) : undefined
-    if (record === undefined) return undefined
-    const validation = this.againstRecord(seen.parsed, record, false)
-    if (!(validation instanceof Promise)) return validation
-    validation.catch(() => {})
-    return undefined
+    const { parsed } = seen
+    const { a } = parsed.payload
+    const record = typeof a === 'string' ? this.cache.peek(a) : undefined
+    if (
+      record === undefined ||
+      record.username !== parsed.payload.u ||
+      record.usage !== parsed.usage
+    ) {
+      return undefined
+    }
+    const account = this.accounts.peek(record.username)
+    const validation = account && this.ofAccount(parsed, record, account, false)
+    return validation?.code === 'TokenValid' ? validation : undefined
   }
 
   /**
@@ -128,7 +134,6 @@ export class TokenValidator {
   private againstRecord(
     parsed: ParsedToken,
     record: TokenRecord | undefined,
-    counted = true,
   ): Validation | Promise<Validation> {
     if (
       record === undefined ||
@@ -139,8 +144,8 @@ export class TokenValidator {
     }
     const account = this.accounts.find(record.username)
     return account instanceof Promise
-      ? account.then((a) => this.ofAccount(parsed, record, a, counted))
-      : this.ofAccount(parsed, record, account, counted)
+      ? account.then((a) => this.ofAccount(parsed, record, a, true))
+      : this.ofAccount(parsed, record, account, true)
   }
 
   /**
