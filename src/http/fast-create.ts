@@ -9,7 +9,7 @@ import { type Principal, rateKeyOf } from '../tokens/principal.js'
 import type { Validation } from '../tokens/validator.js'
 import { principalActor } from './actor.js'
 import { type FastPath, type FastPathOptions, fastPathBase, type Listener } from './fast-path.js'
-import { rateLimit } from './guard.js'
+import { type HeaderSink, rateLimit } from './guard.js'
 import { handedOver, replays } from './handover.js'
 import { limits } from './limits.js'
 import { CreateBody } from './schemas.js'
@@ -77,8 +77,17 @@ export function createFastPath(o: FastPathOptions): FastPath {
     principal: Principal,
     raw: Buffer,
     actor: Actor,
+    headers: HeaderSink,
   ): Promise<string> => {
-    const body = parseBody(raw.toString('utf8'))
+    let body: unknown
+    try {
+      body = parseBody(raw.toString('utf8'))
+    } catch (err) {
+      // As Fastify after a body its parser refused: the connection closes (the client may send
+      // more), the refusal going out before it.
+      headers.header('connection', 'close')
+      throw err
+    }
     if (checkBody(body).error !== undefined) throw new ApiError('invalidResources')
     const input = body as Static<typeof CreateBody>
     if (input.expires === undefined) return ctx.tokens.createJson(account, principal, input, actor)
@@ -129,7 +138,8 @@ export function createFastPath(o: FastPathOptions): FastPath {
       await rateLimit(ctx, headers, rateKeyOf(principal))
       const account = await ctx.accounts.find(username)
       if (account === undefined) throw new ApiError('noSuchUser')
-      return created(account, principal, raw, principalActor(principal, ip, requestId()))
+      const actor = principalActor(principal, ip, requestId())
+      return created(account, principal, raw, actor, headers)
     }
     create()
       .then((answer) => {

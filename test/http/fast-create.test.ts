@@ -115,6 +115,11 @@ describe('the fast path of create', () => {
       expect(s.fastify, body).toEqual([])
       expect(fast.status, body).toBe(status)
       expect(shape(fast), body).toEqual(shape(route))
+      // Fastify closes the connection after a body its parser refused, and only then.
+      const closes = fast.headers.some(
+        ([name, value]) => name === 'connection' && value === 'close',
+      )
+      expect(closes, body).toBe(body === '{"note":' || body === ' ' || body.startsWith('[['))
     }
     // Each request validated its token once: two requests a body.
     expect(await usageCounts(s.h, sk.id)).toEqual([2 * bodies.length + 1])

@@ -23,8 +23,13 @@ const redisEnv = (): Env =>
     ? { REDIS_URL: process.env.TEST_REDIS_URL, REDIS_KEY_PREFIX: `tessera-test-${randomAlnum(8)}:` }
     : {}
 
-/** Headers Node adds on the socket and light-my-request does not (or differently). */
+/**
+ * Headers Node adds on the socket and light-my-request does not (or differently); a
+ * `connection: close` is the app's own (Fastify's after a body its parser refused), and kept.
+ */
 const transport = new Set(['date', 'connection', 'keep-alive', 'transfer-encoding'])
+const kept = (name: string, value: string) =>
+  !transport.has(name) || (name === 'connection' && value.toLowerCase() === 'close')
 
 export interface Answer {
   status: number
@@ -117,7 +122,8 @@ export async function serving(env: Env, logLevel = 'info') {
             const pairs: [string, string][] = []
             for (let i = 0; i < res.rawHeaders.length; i += 2) {
               const name = (res.rawHeaders[i] as string).toLowerCase()
-              if (!transport.has(name)) pairs.push([name, res.rawHeaders[i + 1] as string])
+              const value = res.rawHeaders[i + 1] as string
+              if (kept(name, value)) pairs.push([name, value])
             }
             resolve({ status: res.statusCode as number, headers: pairs, body: read })
           })
@@ -155,7 +161,7 @@ export async function serving(env: Env, logLevel = 'info') {
         ...(body === undefined ? {} : { payload: body }),
       })
       const pairs = Object.entries(res.headers)
-        .filter(([name]) => !transport.has(name))
+        .filter(([name, value]) => kept(name, String(value)))
         .map(([name, value]) => [name, String(value)] as [string, string])
       return { status: res.statusCode, headers: pairs, body: res.body }
     },
