@@ -144,7 +144,9 @@ export async function serving(env: Env, logLevel = 'info') {
             resolve(read)
           }
         })
-        socket.on('error', reject)
+        // Node 24 resets a connection it refused (431) once its answer is out: what was read
+        // before the reset stands.
+        socket.on('error', (error) => (read === '' ? reject(error) : resolve(read)))
         socket.on('close', () => resolve(read))
       }),
     /** Fastify alone. */
