@@ -25,6 +25,7 @@ export const newPerson = (login: string, at: string, more: Partial<PersonRow> = 
   password_changed: null,
   oidc_issuer: null,
   oidc_subject: null,
+  email_proof: null,
   created: at,
   ...more,
 })

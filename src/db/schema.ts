@@ -44,6 +44,8 @@ export interface PeopleTable {
   password_changed: string | null
   oidc_issuer: string | null
   oidc_subject: string | null
+  /** How the email was proven: `sso`, `portal`, or null (unproven; migration 0010). */
+  email_proof: string | null
   created: string
 }
 

@@ -8,6 +8,7 @@ import * as members from './0006-members.js'
 import * as factors from './0007-factors.js'
 import * as roll from './0008-roll.js'
 import * as retiringIndex from './0009-retiring-index.js'
+import * as emailProof from './0010-email-proof.js'
 
 /** Registered explicitly (no globbing) so that they survive bundling. Append only. */
 const migrations: Record<string, Migration> = {
@@ -20,6 +21,7 @@ const migrations: Record<string, Migration> = {
   '0007-factors': factors,
   '0008-roll': roll,
   '0009-retiring-index': retiringIndex,
+  '0010-email-proof': emailProof,
 }
 
 export const migrationProvider: MigrationProvider = {
