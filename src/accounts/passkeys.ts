@@ -21,6 +21,8 @@ export interface RelyingParty {
 }
 
 const challengeLifetimeMs = 5 * 60_000
+/** Sign-in challenges of nobody yet kept at once; the oldest go first. */
+export const maxAnonymousChallenges = 10_000
 type Purpose = 'register' | 'signin' | 'second'
 
 /** The JSON a browser sent, or undefined when it is not an object. */
@@ -53,6 +55,10 @@ export class PasskeyService {
       login,
       expires: isoTime(this.now() + challengeLifetimeMs),
     })
+    // Anyone may ask for a sign-in challenge: however many addresses ask, so many rows at most.
+    if (login === null) {
+      await factorsRepo.capAnonymousChallenges(this.db, purpose, maxAnonymousChallenges)
+    }
     return challenge
   }
 

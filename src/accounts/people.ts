@@ -398,12 +398,22 @@ export class MemberService {
     const row = await peopleRepo.portalLink(this.db, digest(link))
     if (row === undefined) return { state: 'gone' as const }
     const open = row.used === null && row.expires > isoTime(this.now())
-    return { state: open ? ('open' as const) : ('gone' as const), returnUrl: row.return_url }
+    if (!open) return { state: 'gone' as const, returnUrl: row.return_url }
+    const { username, email, role } = row
+    return {
+      state: 'open' as const,
+      returnUrl: row.return_url,
+      username,
+      email,
+      role: role as Role,
+    }
   }
 
   /**
-   * Uses a portal link, once: the member of the account with its email (or a new person) gets
-   * its role, and is who the new session is for. Undefined when the link cannot be used.
+   * Uses a portal link, once: the member of the link's account with its email (or a new person)
+   * gets its role, and is who the new session is for. Undefined when the link cannot be used.
+   * The platform vouches for the email in this account only: a person of another account with
+   * the same email is never matched (anyone can accept an invitation and claim an email).
    */
   async usePortalLink(
     link: string,
@@ -418,15 +428,11 @@ export class MemberService {
     const used = await this.db.transaction().execute(async (trx) => {
       if (!(await peopleRepo.usePortalLink(trx, row.id_hash, at))) return false
       await lockAccount(trx, row.username)
-      const member = await peopleRepo.memberByEmail(trx, row.username, row.email)
-      // The same person across accounts: the platform vouches for the email in each.
-      const known = member?.login ?? (await peopleRepo.byEmail(trx, row.email))[0]?.login
+      const known = (await peopleRepo.memberByEmail(trx, row.username, row.email))?.login
       login = known ?? (await freeLogin(trx, row.email))
       if (known === undefined) {
-        await peopleRepo.insertPerson(
-          trx,
-          newPerson(login, at, { email: row.email, name: row.name }),
-        )
+        const proven = { email: row.email, email_proof: 'portal', name: row.name }
+        await peopleRepo.insertPerson(trx, newPerson(login, at, proven))
       } else if (row.name !== null) {
         await peopleRepo.updatePerson(trx, login, { name: row.name })
       }
@@ -453,9 +459,10 @@ export class MemberService {
 
   /**
    * Single sign-on: the person the provider's identity is linked to; or, at their first SSO
-   * sign-in, the person an invitation or portal link made with this verified email, or a new
-   * person for the open invitations to this email (they join those accounts). The identity is
-   * then linked, and the email no longer matters. Undefined: nobody to sign in.
+   * sign-in with a verified email, the person whose same email was proven (by a provider or a
+   * portal link; never one typed when accepting an invitation), or a new person for the open
+   * invitations to this email (they join those accounts). The identity is then linked, and the
+   * email no longer matters. Undefined: nobody to sign in.
    */
   async ssoPerson(identity: Identity, actor: Actor): Promise<PersonRow | undefined> {
     const linked = await peopleRepo.byIdentity(this.db, identity.issuer, identity.subject)
@@ -464,11 +471,14 @@ export class MemberService {
     if (email === undefined || !identity.emailVerified) return undefined
     const link = { oidc_issuer: identity.issuer, oidc_subject: identity.subject }
     return this.db.transaction().execute(async (trx) => {
-      const candidates = await peopleRepo.byEmail(trx, email)
+      const candidates = (await peopleRepo.byEmail(trx, email)).filter(
+        (p) => p.email_proof !== null,
+      )
       const person = candidates.find((p) => p.oidc_subject === null)
       if (person !== undefined) {
-        await peopleRepo.updatePerson(trx, person.login, link)
-        return { ...person, ...link }
+        const linked = { ...link, email_proof: 'sso' }
+        await peopleRepo.updatePerson(trx, person.login, linked)
+        return { ...person, ...linked }
       }
       if (candidates.length > 0) return undefined
       const at = isoTime(this.now())
@@ -476,7 +486,7 @@ export class MemberService {
       if (invitations.length === 0) return undefined
       const login = await freeLogin(trx, email)
       const name = identity.name?.trim().slice(0, 128) || null
-      const created = newPerson(login, at, { email, name, ...link })
+      const created = newPerson(login, at, { email, email_proof: 'sso', name, ...link })
       await peopleRepo.insertPerson(trx, created)
       const who = { ...actor, login, method: 'sso' as const }
       for (const invitation of invitations) {
@@ -492,6 +502,13 @@ export class MemberService {
     })
   }
 
+  /** Whether someone has this email without proof (they joined by invitation with a password). */
+  async unproven(email: unknown): Promise<boolean> {
+    const normal = normalEmail(email)
+    if (normal === undefined) return false
+    return (await peopleRepo.byEmail(this.db, normal)).some((p) => p.email_proof === null)
+  }
+
   /** Open sign-up through single sign-on: a new account whose owner is the new person. */
   async ssoSignUp(identity: Identity, actor: Actor): Promise<PersonRow | undefined> {
     const email = normalEmail(identity.email)
@@ -500,6 +517,7 @@ export class MemberService {
     await this.accounts.create(username, undefined, [], actor, async (trx) => {
       await peopleRepo.updatePerson(trx, username, {
         email,
+        email_proof: 'sso',
         name: identity.name?.slice(0, 128) ?? null,
         oidc_issuer: identity.issuer,
         oidc_subject: identity.subject,

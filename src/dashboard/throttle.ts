@@ -3,7 +3,11 @@ import type { Logger } from 'pino'
 
 /** DASHBOARD.md section 5: failed sign-ins allowed per key within the window. */
 export const throttleWindowMs = 15 * 60_000
-export const limits = { user: 5, ip: 20 }
+/**
+ * Attempts per key within the window: sign-in failures per username and per address, and the
+ * anonymous passkey challenges an address may ask for (each is a row until it expires).
+ */
+export const limits = { user: 5, ip: 20, challenge: 30 }
 
 export type ThrottleKey = { kind: keyof typeof limits; value: string }
 
@@ -15,10 +19,29 @@ interface Counter {
 }
 
 /**
- * Failed sign-ins per username and per client address, in windows of 15 minutes that open
- * at the first failure. Shared through Redis when configured; while Redis cannot be reached it
- * counts in process, as the API's rate limit does.
+ * Takes one attempt on every key, atomically: when one is past its limit, none is taken and
+ * the answer is the milliseconds until it opens again; otherwise 0. A key's window opens with
+ * its first attempt. ARGV: the window, then each key's limit.
  */
+const reserveScript = `
+local wait = 0
+for i, key in ipairs(KEYS) do
+  local count = redis.call('incr', key)
+  if redis.call('pttl', key) < 0 then redis.call('pexpire', key, ARGV[1]) end
+  if count > tonumber(ARGV[i + 1]) then wait = math.max(wait, redis.call('pttl', key)) end
+end
+if wait > 0 then
+  for _, key in ipairs(KEYS) do redis.call('decr', key) end
+end
+return wait`
+
+/** Gives one attempt back on every key that still counts one. */
+const releaseScript = `
+for _, key in ipairs(KEYS) do
+  if tonumber(redis.call('get', key) or '0') > 0 then redis.call('decr', key) end
+end
+return 0`
+
 export class SignInThrottle {
   private readonly local = new Map<string, Counter>()
   private readonly redis?: Redis
@@ -42,18 +65,38 @@ export class SignInThrottle {
 
   private prefix = ''
 
-  /** Seconds until another attempt is allowed; 0 when it is allowed now. */
-  async retryAfter(keys: ThrottleKey[]): Promise<number> {
-    let wait = 0
-    for (const key of keys) {
-      const { count, until } = await this.read(key)
-      if (count >= limits[key.kind]) wait = Math.max(wait, Math.ceil((until - this.now()) / 1000))
-    }
-    return wait
+  /**
+   * Takes an attempt before it is checked, so that concurrent attempts cannot all pass one
+   * check: 0 when it may go ahead (it counts as a failure unless `release`d), else the seconds
+   * to wait, and nothing was taken.
+   */
+  async reserve(keys: ThrottleKey[]): Promise<number> {
+    const texts = keys.map((k) => this.prefix + keyText(k))
+    const window = String(throttleWindowMs)
+    const shared = await this.shared(
+      async (r) =>
+        (await r.eval(
+          reserveScript,
+          texts.length,
+          ...texts,
+          window,
+          ...keys.map((k) => String(limits[k.kind])),
+        )) as number,
+    )
+    const waitMs = shared ?? this.reserveHere(keys)
+    return waitMs > 0 ? Math.ceil(waitMs / 1000) : 0
   }
 
-  async fail(keys: ThrottleKey[]): Promise<void> {
-    for (const key of keys) await this.add(key)
+  /** Gives back an attempt `reserve` took: it succeeded, so it is not a failure. */
+  async release(keys: ThrottleKey[]): Promise<void> {
+    const texts = keys.map((k) => this.prefix + keyText(k))
+    const done = await this.shared((r) => r.eval(releaseScript, texts.length, ...texts))
+    if (done !== undefined) return
+    const now = this.now()
+    for (const key of keys) {
+      const counter = this.local.get(keyText(key))
+      if (counter !== undefined && counter.until > now && counter.count > 0) counter.count--
+    }
   }
 
   async clear(key: ThrottleKey): Promise<void> {
@@ -65,37 +108,26 @@ export class SignInThrottle {
     this.redis?.disconnect()
   }
 
-  private async read(key: ThrottleKey): Promise<Counter> {
-    const shared = await this.shared(async (r) => {
-      const [[, count], [, ttl]] = (await r
-        .multi()
-        .get(this.prefix + keyText(key))
-        .pttl(this.prefix + keyText(key))
-        .exec()) as [[unknown, string | null], [unknown, number]]
-      return { count: Number(count ?? 0), until: this.now() + Math.max(0, ttl) }
-    })
-    if (shared !== undefined) return shared
-    const counter = this.local.get(keyText(key))
-    return counter !== undefined && counter.until > this.now() ? counter : { count: 0, until: 0 }
-  }
-
-  private async add(key: ThrottleKey): Promise<void> {
-    const text = keyText(key)
-    const done = await this.shared(async (r) => {
-      const [[, count]] = (await r
-        .multi()
-        .incr(this.prefix + text)
-        .pexpire(this.prefix + text, throttleWindowMs, 'NX')
-        .exec()) as [[unknown, number]]
-      return count
-    })
-    if (done !== undefined) return
+  /** `reserve` in process: nothing awaited between the checks and the counts. */
+  private reserveHere(keys: ThrottleKey[]): number {
     const now = this.now()
-    const counter = this.local.get(text)
-    if (counter === undefined || counter.until <= now) {
-      if (this.local.size >= 100_000) this.prune(now)
-      this.local.set(text, { count: 1, until: now + throttleWindowMs })
-    } else counter.count++
+    const counters = keys.map((key) => {
+      const text = keyText(key)
+      let counter = this.local.get(text)
+      if (counter === undefined || counter.until <= now) {
+        if (this.local.size >= 100_000) this.prune(now)
+        counter = { count: 0, until: now + throttleWindowMs }
+        this.local.set(text, counter)
+      }
+      return counter
+    })
+    let wait = 0
+    keys.forEach((key, i) => {
+      const counter = counters[i] as Counter
+      if (counter.count + 1 > limits[key.kind]) wait = Math.max(wait, counter.until - now)
+    })
+    if (wait === 0) for (const counter of counters) counter.count++
+    return wait
   }
 
   /** Runs a Redis command; undefined (count in process) when there is no Redis or it fails. */

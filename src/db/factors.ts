@@ -145,6 +145,28 @@ export const factorsRepo = {
     await db.insertInto('webauthn_challenges').values(row).execute()
   },
 
+  /** Keeps the newest `keep` challenges of the purpose that belong to nobody; drops the rest. */
+  async capAnonymousChallenges(db: Executor, purpose: string, keep: number): Promise<void> {
+    const past = await db
+      .selectFrom('webauthn_challenges')
+      .select('challenge')
+      .where('purpose', '=', purpose)
+      .where('login', 'is', null)
+      .orderBy('expires', 'desc')
+      .limit(1000)
+      .offset(keep)
+      .execute()
+    if (past.length === 0) return
+    await db
+      .deleteFrom('webauthn_challenges')
+      .where(
+        'challenge',
+        'in',
+        past.map((r) => r.challenge),
+      )
+      .execute()
+  },
+
   /** Takes a challenge once: it is gone afterwards; undefined when unknown or expired. */
   async takeChallenge(db: Executor, challenge: string, purpose: string, at: string) {
     const row = await db

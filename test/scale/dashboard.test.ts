@@ -123,6 +123,22 @@ describe('the dashboard on two instances sharing PostgreSQL and Redis', () => {
     expect(Number(refused.headers['retry-after'])).toBeLessThanOrEqual(900)
   })
 
+  it('checks 5 of 40 concurrent wrong passwords for one username across both instances', async () => {
+    await tessera(first.env, 'account', 'create', 'dash-c')
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        page(i % 2 === 0 ? first : second, '/account/sign-in', {
+          form: { username: 'dash-c', password: `wrong guess ${i}` },
+        }),
+      ),
+    )
+    const statuses = answers.map((a) => a.status)
+    expect([
+      statuses.filter((s) => s === 401).length,
+      statuses.filter((s) => s === 429).length,
+    ]).toEqual([5, 35])
+  })
+
   it('signs a removed member out on the other instance at once; a portal link works once across both', async () => {
     const account = await tessera(first.env, 'account', 'create', 'dash-m')
     const owner = await page(first, new URL(account.setupUrl).pathname, {

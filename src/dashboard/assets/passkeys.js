@@ -14,7 +14,10 @@ async function options(url, fields) {
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams(fields),
   })
-  if (!response.ok) throw new Error(`the server answered ${response.status}`)
+  if (!response.ok) {
+    const answer = await response.json().catch(() => ({}))
+    throw new Error(answer.message ?? `the server answered ${response.status}`)
+  }
   return response.json()
 }
 

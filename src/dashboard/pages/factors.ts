@@ -49,7 +49,7 @@ export function factorPages(app: FastifyInstance, { ctx, throttle }: DashboardDe
       { kind: 'user', value: pending.login },
       { kind: 'ip', value: request.ip },
     ]
-    const wait = await throttle.retryAfter(keys)
+    const wait = await throttle.reserve(keys)
     if (wait > 0) return tooManyAttempts(reply, wait)
     const anonymous = actorOf(request, { type: 'anonymous' })
     const accounts = await holders.accountsOf(pending.login)
@@ -65,13 +65,13 @@ export function factorPages(app: FastifyInstance, { ctx, throttle }: DashboardDe
           : ('passkey' as const)
     await holders.recordSecondStep(pending.login, anonymous, how)
     if (how === undefined) {
-      await throttle.fail(keys)
       const error = {
         message: assertion === null ? 'That code is not right' : 'That passkey was not accepted',
       }
       const view = verifyView({ passkeys: await hasPasskey(pending.login), error })
       return sendPage(reply, view, 401)
     }
+    await throttle.release(keys)
     if (!(await factors.finishPending(id)) || accounts.length === 0) {
       return sendPage(clearPendingCookie(reply), expired(), 410)
     }

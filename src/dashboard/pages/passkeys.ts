@@ -8,6 +8,7 @@ import type { ThrottleKey } from '../throttle.js'
 import { messageView } from '../views/auth.js'
 import { beginSession } from './begin.js'
 
+const tooMany = 'Too many passkey sign-ins from this address: try again later.'
 const signedOut = { config: { signedOut: true } }
 const enrolment = { config: { enrolment: true } }
 
@@ -48,9 +49,14 @@ export function passkeyPages(app: FastifyInstance, { ctx, throttle }: DashboardD
     )
   })
 
-  app.post('/passkeys/signin/options', signedOut, async (_request, reply) =>
-    reply.send(await passkeys.signInOptions(rp())),
-  )
+  // Each anonymous challenge is a row for 5 minutes: an address may ask for so many.
+  app.post('/passkeys/signin/options', signedOut, async (request, reply) => {
+    const wait = await throttle.reserve([{ kind: 'challenge', value: request.ip }])
+    if (wait > 0) {
+      return reply.code(429).header('retry-after', String(wait)).send({ message: tooMany })
+    }
+    return reply.send(await passkeys.signInOptions(rp()))
+  })
 
   app.post('/passkeys/second/options', signedOut, async (request, reply) => {
     const id = pendingId(request)
@@ -61,19 +67,19 @@ export function passkeyPages(app: FastifyInstance, { ctx, throttle }: DashboardD
 
   app.post('/passkeys/signin', signedOut, async (request, reply) => {
     const keys: ThrottleKey[] = [{ kind: 'ip', value: request.ip }]
-    const wait = await throttle.retryAfter(keys)
+    const wait = await throttle.reserve(keys)
     if (wait > 0) return tooManyAttempts(reply, wait)
     const f = form(request)
     const login = await passkeys.authenticate(rp(), f.get('response') ?? '', 'signin')
     const anonymous = actorOf(request, { type: 'anonymous' })
     const accounts = login === undefined ? [] : await holders.accountsOf(login)
     if (login === undefined || accounts.length === 0) {
-      await throttle.fail(keys)
       await holders.recordPasskeyFailure(anonymous)
       const lines = ['That passkey was not accepted.', 'Sign in with your password, or try again.']
       const back = { href: '/account/sign-in', text: 'Back to sign in' }
       return sendPage(reply, messageView('Sign-in refused', lines, back), 401)
     }
+    await throttle.release(keys)
     const home = accounts.includes(login) ? login : (accounts[0] as string)
     const person = { login, accounts: [home, ...accounts.filter((a) => a !== home)] }
     await holders.recordPasskeySignIn(login, home, anonymous)

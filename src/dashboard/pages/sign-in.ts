@@ -39,7 +39,8 @@ export function signInPages(app: FastifyInstance, { ctx, throttle, sso }: Dashbo
       { kind: 'user', value: username.slice(0, 33) },
       { kind: 'ip', value: request.ip },
     ]
-    const wait = await throttle.retryAfter(keys)
+    // Taken before the password is checked: concurrent guesses cannot share one check.
+    const wait = await throttle.reserve(keys)
     if (wait > 0) return tooManyAttempts(reply, wait)
     const anonymous = actorOf(request, { type: 'anonymous' })
     const password = f.get('password') ?? ''
@@ -48,10 +49,10 @@ export function signInPages(app: FastifyInstance, { ctx, throttle, sso }: Dashbo
       secondFactor: (login) => ctx.factors.has(login),
     })
     if (person === undefined) {
-      await throttle.fail(keys)
       const error = { message: 'Wrong username or password' }
       return sendPage(reply, signInView({ username, next, error, signUp, sso: sso.button() }), 401)
     }
+    await throttle.release(keys)
     if (person.secondFactor) {
       // The password was right: the second step, on a page of its own (5 minutes).
       setPendingCookie(reply, await ctx.factors.beginPending(person.login, next))
@@ -87,16 +88,16 @@ export function signInPages(app: FastifyInstance, { ctx, throttle, sso }: Dashbo
   const linkUnknown = (reply: FastifyReply) =>
     sendPage(reply, messageView('Page not found', ['This setup link is not valid.']), 404)
 
-  app.get('/setup/:link', signedOut, async (request, reply) => {
-    const { link } = request.params as { link: string }
+  app.get('/setup/:secret', signedOut, async (request, reply) => {
+    const { secret: link } = request.params as { secret: string }
     const { state, username } = await holders.link(link)
     if (state === 'unknown') return linkUnknown(reply)
     if (state === 'gone') return linkGone(reply)
     return sendPage(reply, setupView({ action: `/account/setup/${link}`, username }))
   })
 
-  app.post('/setup/:link', signedOut, async (request, reply) => {
-    const { link } = request.params as { link: string }
+  app.post('/setup/:secret', signedOut, async (request, reply) => {
+    const { secret: link } = request.params as { secret: string }
     const f = form(request)
     try {
       const login = await holders.completeSetup(

@@ -91,6 +91,12 @@ export function ssoPages(app: FastifyInstance, { ctx, sso }: DashboardDeps) {
     if (person === undefined && ctx.config.dashboard.signup) {
       person = await ctx.members.ssoSignUp(identity, anonymous)
     }
+    if (person === undefined && (await ctx.members.unproven(identity.email))) {
+      return refuse(reply, [
+        `Nobody here has proven the email address ${identity.email}.`,
+        'If you joined with a username and password, sign in with them: an email that came with an invitation is never matched to a provider.',
+      ])
+    }
     if (person === undefined) {
       return refuse(reply, [
         `Nobody here has the email address ${identity.email ?? '(none given)'}.`,

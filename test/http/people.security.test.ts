@@ -1,0 +1,288 @@
+import { generateSync } from 'otplib'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { cliActor } from '../../src/audit/events.js'
+import { randomAlnum } from '../../src/tokens/ids.js'
+import { dialect } from '../dialect.js'
+import { type Harness, harness } from '../helpers.js'
+import { admin, adminEnv } from './admin-client.js'
+import { DashboardClient } from './dashboard-client.js'
+
+const password = 'correct horse battery staple'
+const mallorys = 'mallory knows this one'
+const invitationPath = (body: string) =>
+  /\/account\/invitations\/[A-Za-z0-9_-]{43}/.exec(body)?.[0] as string
+const anonymous = { type: 'anonymous' as const }
+
+/**
+ * The people side as an attacker sees it: the owner of one account (bob, played by mallory)
+ * trying to take a seat in another (alice) through emails nobody proved.
+ */
+describe('people: an owner of one account cannot take a seat in another', () => {
+  let h: Harness
+  let mallory: DashboardClient
+
+  /** A holder's password by setup link, then a signed-in browser. */
+  const holder = async (username: string) => {
+    const b = new DashboardClient(h.app)
+    const link = await h.ctx.holders.invite(username, cliActor)
+    const set = await b.post(`/account/setup/${link}`, { password, confirm: password })
+    expect(set.status).toBe(303)
+    await b.get('/account')
+    return b
+  }
+
+  /** Mallory invites `email` to her own account and accepts it herself as `login`. */
+  const squat = async (email: string, login: string) => {
+    const made = await mallory.post('/account/members/invite', { email, role: 'viewer' })
+    expect(made.status).toBe(200)
+    const path = invitationPath(made.body)
+    const joined = await new DashboardClient(h.app).post(path, {
+      login,
+      password: mallorys,
+      confirm: mallorys,
+    })
+    expect([joined.status, joined.location]).toEqual([303, '/account'])
+  }
+
+  const members = async (username: string) =>
+    (await admin(h.app, 'GET', `/accounts/${username}/members`)).body.map(
+      (m: { login: string; email?: string; role: string }) => [m.login, m.email ?? null, m.role],
+    )
+
+  beforeEach(async () => {
+    h = await harness(adminEnv)
+    mallory = await holder('bob')
+  })
+  afterEach(() => h.close())
+
+  it("a portal link for alice never signs in a person another account's invitation made", async () => {
+    await squat('victim@acme.example', 'squatter')
+    const made = await admin(h.app, 'POST', '/accounts/alice/portal-links', {
+      email: 'victim@acme.example',
+      role: 'developer',
+    })
+    expect(made.status).toBe(201)
+    const victim = new DashboardClient(h.app)
+    const used = await victim.post(new URL(made.body.url).pathname, {})
+    expect([used.status, used.location]).toEqual([303, '/account'])
+
+    // The victim is a new person of alice's; the squatter stays where mallory put them.
+    expect(await members('alice')).toEqual([
+      ['alice', null, 'owner'],
+      ['victim', 'victim@acme.example', 'developer'],
+    ])
+    expect(await h.ctx.members.memberships('squatter')).toEqual([
+      { username: 'bob', role: 'viewer' },
+    ])
+    // Mallory signs in as the squatter: bob's tokens only, alice refused.
+    const as = new DashboardClient(h.app)
+    const signedIn = await as.post('/account/sign-in', { username: 'squatter', password: mallorys })
+    expect([signedIn.status, signedIn.location]).toEqual([303, '/account'])
+    const page = await as.get('/account')
+    expect(page.body).toContain(h.bob.defaultToken.id)
+    expect(page.body).not.toContain(h.alice.defaultToken.id)
+    expect((await as.post('/account/accounts', { account: 'alice' })).status).toBe(403)
+  })
+
+  it('single sign-on never links a verified identity to a person whose email nobody proved', async () => {
+    await squat('newhire@acme.example', 'squat2')
+    const invited = await admin(h.app, 'POST', '/accounts/alice/members', {
+      email: 'newhire@acme.example',
+      role: 'developer',
+    })
+    expect(invited.status).toBe(201)
+    const identity = {
+      issuer: 'https://id.acme.example',
+      subject: 'newhire-1',
+      email: 'NewHire@acme.example',
+      emailVerified: true,
+    }
+    const person = await h.ctx.members.ssoPerson(identity, anonymous)
+    expect(person?.login).toBe('newhire')
+    expect(person?.email_proof).toBe('sso')
+    const squatter = await h.ctx.members.person('squat2')
+    expect([squatter?.oidc_issuer, squatter?.oidc_subject]).toEqual([null, null])
+    expect(await h.ctx.members.memberships('newhire')).toEqual([
+      { username: 'alice', role: 'developer' },
+    ])
+    expect(await h.ctx.members.memberships('squat2')).toEqual([{ username: 'bob', role: 'viewer' }])
+    // The next sign-in is the same person, by the identity alone.
+    expect((await h.ctx.members.ssoPerson(identity, anonymous))?.login).toBe('newhire')
+  })
+
+  it('single sign-on links a person a portal link made (the platform vouched for the email)', async () => {
+    const made = await admin(h.app, 'POST', '/accounts/alice/portal-links', {
+      email: 'pat@acme.example',
+      role: 'viewer',
+    })
+    await new DashboardClient(h.app).post(new URL(made.body.url).pathname, {})
+    expect((await h.ctx.members.person('pat'))?.email_proof).toBe('portal')
+    const identity = {
+      issuer: 'https://id.acme.example',
+      subject: 'pat-1',
+      email: 'pat@acme.example',
+      emailVerified: true,
+    }
+    expect((await h.ctx.members.ssoPerson(identity, anonymous))?.login).toBe('pat')
+    const unverified = { ...identity, subject: 'pat-2', emailVerified: false }
+    expect(await h.ctx.members.ssoPerson(unverified, anonymous)).toBeUndefined()
+  })
+
+  it('a portal link matches a member of its own account by email, and nobody elsewhere', async () => {
+    const link = async (username: string, role: string) => {
+      const made = await admin(h.app, 'POST', `/accounts/${username}/portal-links`, {
+        email: 'pat@acme.example',
+        role,
+      })
+      const used = await new DashboardClient(h.app).post(new URL(made.body.url).pathname, {})
+      expect(used.status).toBe(303)
+    }
+    await link('alice', 'developer')
+    await link('alice', 'viewer')
+    await link('bob', 'owner')
+    expect(await members('alice')).toEqual([
+      ['alice', null, 'owner'],
+      ['pat', 'pat@acme.example', 'viewer'],
+    ])
+    expect(await members('bob')).toEqual([
+      ['bob', null, 'owner'],
+      ['pat-2', 'pat@acme.example', 'owner'],
+    ])
+  })
+})
+
+/** Redis beside PostgreSQL when the run has it: the throttle is then shared, as in a fleet. */
+const sharedThrottle = () =>
+  dialect === 'postgres' && process.env.TEST_REDIS_URL
+    ? {
+        REDIS_URL: process.env.TEST_REDIS_URL,
+        REDIS_KEY_PREFIX: `tessera-test-${randomAlnum(10)}:`,
+      }
+    : {}
+
+/** How many answers had each status, by status. */
+const tally = (statuses: number[]) =>
+  Object.fromEntries(
+    [...new Set(statuses)].sort().map((s) => [s, statuses.filter((t) => t === s).length]),
+  )
+
+describe('the sign-in throttle holds against concurrent attempts', () => {
+  let h: Harness
+  const step = 30_000
+  const codeAt = (secret: string) => generateSync({ secret, epoch: Math.floor(h.clock.now / 1000) })
+  const wrongCode = (secret: string) => {
+    const right = new Set(
+      [-1, 0, 1].map((k) =>
+        generateSync({ secret, epoch: Math.floor((h.clock.now + k * step) / 1000) }),
+      ),
+    )
+    return ['000000', '123456', '999999'].find((c) => !right.has(c)) as string
+  }
+
+  const shared = 'REDIS_URL' in sharedThrottle()
+
+  beforeEach(async () => {
+    h = await harness(sharedThrottle())
+    const link = await h.ctx.holders.invite('alice', cliActor)
+    const b = new DashboardClient(h.app)
+    expect((await b.post(`/account/setup/${link}`, { password, confirm: password })).status).toBe(
+      303,
+    )
+  })
+  afterEach(() => h.close())
+
+  it('40 wrong passwords at once for one username: 5 are checked, 35 get 429', async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        new DashboardClient(h.app, `192.0.2.${i + 1}`).signIn('alice', `wrong ${i}`),
+      ),
+    )
+    expect(tally(answers.map((a) => a.status))).toEqual({ 401: 5, 429: 35 })
+    // The right password is not checked either, until the window ends.
+    expect((await new DashboardClient(h.app, '192.0.2.99').signIn('alice', password)).status).toBe(
+      429,
+    )
+    const failures = await h.ctx.audit.list({ actions: ['signin.failed'], limit: 100 })
+    expect(failures).toHaveLength(5)
+  })
+
+  it('40 wrong passwords at once from one address for many usernames: 20 are checked', async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        new DashboardClient(h.app, '198.51.100.7').signIn(`nobody${i}`, 'wrong'),
+      ),
+    )
+    expect(tally(answers.map((a) => a.status))).toEqual({ 401: 20, 429: 20 })
+  })
+
+  it('a right password gives its attempt back: failures before it still count', async () => {
+    const b = new DashboardClient(h.app, '203.0.113.5')
+    for (let i = 0; i < 4; i++) expect((await b.signIn('alice', 'wrong')).status).toBe(401)
+    // A success clears the username's count; the address keeps its four failures.
+    expect((await b.signIn('alice', password)).status).toBe(303)
+    for (let i = 0; i < 5; i++) {
+      expect(
+        (await new DashboardClient(h.app, '203.0.113.5').signIn('alice', 'wrong')).status,
+      ).toBe(401)
+    }
+    expect((await new DashboardClient(h.app, '203.0.113.6').signIn('alice', 'wrong')).status).toBe(
+      429,
+    )
+  })
+
+  it('40 wrong second-step codes at once: 5 are checked, 35 get 429', async () => {
+    const b = new DashboardClient(h.app)
+    await b.signIn('alice', password)
+    await b.get('/account')
+    const page = await b.get('/account/settings/totp')
+    const secret = (/<code class="secret">([^<]+)<\/code>/.exec(page.body)?.[1] ?? '').replace(
+      / /g,
+      '',
+    )
+    expect((await b.post('/account/settings/totp', { code: codeAt(secret) })).status).toBe(200)
+    const pending = new DashboardClient(h.app)
+    const first = await pending.signIn('alice', password)
+    expect([first.status, first.location]).toEqual([303, '/account/sign-in/verify'])
+    const wrong = wrongCode(secret)
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, () => pending.post('/account/sign-in/verify', { code: wrong })),
+    )
+    expect(tally(answers.map((a) => a.status))).toEqual({ 401: 5, 429: 35 })
+  })
+
+  it('40 refused passkey sign-ins at once from one address: 20 are checked', async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, () =>
+        new DashboardClient(h.app, '198.51.100.9').post('/account/passkeys/signin', {
+          response: '{}',
+        }),
+      ),
+    )
+    expect(tally(answers.map((a) => a.status))).toEqual({ 401: 20, 429: 20 })
+  })
+
+  it('anonymous passkey challenges: 30 an address in 15 minutes, each a row at most', async () => {
+    const ask = (ip: string) =>
+      new DashboardClient(h.app, ip).post('/account/passkeys/signin/options', {})
+    const answers = await Promise.all(Array.from({ length: 50 }, () => ask('198.51.100.10')))
+    expect(tally(answers.map((a) => a.status))).toEqual({ 200: 30, 429: 20 })
+    const refused = answers.find((a) => a.status === 429)
+    expect(JSON.parse(refused?.body ?? '{}')).toEqual({
+      message: 'Too many passkey sign-ins from this address: try again later.',
+    })
+    // Redis keeps its own time; in process the window follows the test's clock exactly.
+    const retryAfter = Number(refused?.headers['retry-after'])
+    if (shared) expect(retryAfter).toBeGreaterThan(15 * 60 - 30)
+    else expect(retryAfter).toBe(15 * 60)
+    const rows = await h.ctx.db
+      .selectFrom('webauthn_challenges')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow()
+    expect(Number(rows.n)).toBe(30)
+    // Another address has its own allowance; 15 minutes later this one has it again.
+    expect((await ask('198.51.100.11')).status).toBe(200)
+    if (shared) return
+    h.clock.now += 15 * 60_000
+    expect((await ask('198.51.100.10')).status).toBe(200)
+  })
+})
