@@ -26,6 +26,10 @@ export const errorTable = {
   /** Roll (Tessera's extension): a `tk` authorises no roll; the old string ends within a day. */
   temporaryNotRollable: [422, 'temporary tokens cannot be rolled'],
   rollTooFar: [422, 'expires is more than 24 hours in the future'],
+  /** Roll: a token is rolled once; its successor is rolled instead. */
+  tokenRetiring: [409, 'the token was rolled already'],
+  /** A retiring string (rolled, in its grace period) may not change the tokens that replaced it. */
+  retiringLine: [403, 'a retiring token cannot change the token that replaced it'],
   /** The admin API's create, for a username already taken. */
   accountExists: [409, 'account already exists'],
   /** The admin API's member changes that would leave an account without an owner. */

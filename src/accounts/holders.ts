@@ -41,6 +41,10 @@ export interface Session {
   /** Where the platform wants its people back (portal links). */
   returnUrl?: string
   csrf: string
+  /** When the person last proved who they are here (epoch ms): the sign-in or a confirmation. */
+  proven: number
+  /** The account a portal link signed the session into. */
+  linkAccount?: string
 }
 
 /** A person's way in that passed: who, and the accounts they may enter (enabled ones). */
@@ -242,8 +246,16 @@ export class HolderService {
   ): Promise<{ id: string; session: Session }> {
     const id = secret()
     const now = this.now()
-    const session: Session = { key: digest(id), username, login, method, csrf: secret() }
+    const session: Session = {
+      key: digest(id),
+      username,
+      login,
+      method,
+      csrf: secret(),
+      proven: now,
+    }
     if (returnUrl !== undefined) session.returnUrl = returnUrl
+    if (method === 'link') session.linkAccount = username
     await holdersRepo.pruneSessions(
       this.db,
       login,
@@ -259,6 +271,8 @@ export class HolderService {
       csrf: session.csrf,
       created: isoTime(now),
       last_seen: isoTime(now),
+      proven: isoTime(now),
+      link_account: session.linkAccount ?? null,
     })
     return { id, session }
   }
@@ -281,9 +295,18 @@ export class HolderService {
       login: row.login ?? row.username,
       method: row.method as SignInMethod,
       csrf: row.csrf,
+      proven: Date.parse(row.proven ?? row.created),
     }
     if (row.return_url !== null) session.returnUrl = row.return_url
+    if (row.link_account !== null) session.linkAccount = row.link_account
     return session
+  }
+
+  /** The person proved who they are again (the password or a code): the session says when. */
+  async prove(session: Session): Promise<void> {
+    const now = this.now()
+    await holdersRepo.proveSession(this.db, session.key, isoTime(now))
+    session.proven = now
   }
 
   /** Moves the session into another account the person belongs to (checked by the caller). */

@@ -6,6 +6,7 @@ import { ApiError } from '../errors.js'
 import { assets } from './assets.js'
 import { accountPages } from './pages/account.js'
 import { activityPages } from './pages/activity.js'
+import { confirmPages } from './pages/confirm.js'
 import { factorPages } from './pages/factors.js'
 import { memberPages } from './pages/members.js'
 import { passkeyPages } from './pages/passkeys.js'
@@ -20,6 +21,8 @@ import {
   checkOrigin,
   clearSessionCookie,
   Forbidden,
+  heldByPolicy,
+  proofWindowMs,
   safeNext,
   sessionId,
   signInPath,
@@ -82,9 +85,10 @@ export async function dashboard(app: FastifyInstance, { ctx }: { ctx: AppContext
         `Your role in ${account.username} is ${role}: this needs ${needed === 'owner' ? 'an owner' : 'a developer or an owner'}.`,
       )
     }
-    // A policy requires a second factor and this password sign-in has none: only enrolment.
+    // A policy requires a second factor and this session came in without one (a password, or
+    // a link made for another account) from a person who has none: only enrolment.
     if (
-      session.method === 'password' &&
+      heldByPolicy(session, account.username) &&
       request.routeOptions.config.enrolment !== true &&
       request.routeOptions.url !== '/account/sign-out' &&
       (await ctx.factors.required(account.username)) &&
@@ -97,6 +101,14 @@ export async function dashboard(app: FastifyInstance, { ctx }: { ctx: AppContext
     }
     const switchable = (memberships?.length ?? 0) > 1
     request.holder = { session, account, role, switchable }
+    // Adding or removing a sign-in method: a recent proof first (a stolen session is not one).
+    const sudo = request.routeOptions.config.sudo
+    if (sudo !== undefined && ctx.tokens.now() - session.proven >= proofWindowMs) {
+      const next = request.method === 'GET' ? safeNext(request.url) : '/account/settings'
+      const confirm = `/account/settings/confirm?next=${encodeURIComponent(next)}`
+      if (sudo === 'json') return reply.code(403).send({ message: confirmFirst, confirm })
+      return reply.code(303).redirect(confirm, 303)
+    }
   })
   app.addHook('onSend', async (_request, reply, payload) => {
     // A page may ask for a stricter referrer policy (portal links: no-referrer).
@@ -163,7 +175,10 @@ export async function dashboard(app: FastifyInstance, { ctx }: { ctx: AppContext
   ssoPages(app, deps)
   factorPages(app, deps)
   passkeyPages(app, deps)
+  confirmPages(app, deps)
 }
+
+const confirmFirst = "Confirm it's you first: sign-in methods change only with a recent proof."
 
 const back = { href: '/account', text: 'Back to your tokens' }
 

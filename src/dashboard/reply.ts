@@ -20,6 +20,11 @@ declare module 'fastify' {
     role?: Role
     /** Open to a person a 2FA policy holds until they have enrolled a second factor. */
     enrolment?: boolean
+    /**
+     * Adds or removes a sign-in method: only within 10 minutes of a proof (sign-in or "Confirm
+     * it's you"); otherwise a page is sent there, a script's JSON call gets 403 with its address.
+     */
+    sudo?: 'page' | 'json'
   }
 }
 

@@ -13,6 +13,17 @@ export const csrfField = '_csrf'
 /** Why a request was refused with 403; the page says it. */
 export class Forbidden extends Error {}
 
+/** How long a sign-in or a confirmation proves the person, for changing sign-in methods. */
+export const proofWindowMs = 10 * 60_000
+
+/**
+ * Whether the session entered the account without a proof the account trusts in place of its
+ * own policy: a password alone, or a portal link made for another account. Single sign-on is
+ * the provider's to secure; a portal link, the platform's, in the account it was made for.
+ */
+export const heldByPolicy = (session: Session, username: string) =>
+  session.method === 'password' || (session.method === 'link' && session.linkAccount !== username)
+
 export const sessionId = (request: FastifyRequest) => cookieOf(request, cookieName)
 export const pendingId = (request: FastifyRequest) => cookieOf(request, pendingCookieName)
 

@@ -79,6 +79,11 @@ export const holdersRepo = {
     await db.updateTable('sessions').set({ username }).where('id_hash', '=', idHash).execute()
   },
 
+  /** The person proved who they are again in this session. */
+  async proveSession(db: Executor, idHash: string, at: string): Promise<void> {
+    await db.updateTable('sessions').set({ proven: at }).where('id_hash', '=', idHash).execute()
+  },
+
   async touchSession(db: Executor, idHash: string, at: string): Promise<void> {
     await db.updateTable('sessions').set({ last_seen: at }).where('id_hash', '=', idHash).execute()
   },

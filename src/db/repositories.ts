@@ -31,6 +31,17 @@ export interface TokenRecord {
   retiresAt?: number
   /** When it was reported leaked and kept (flagged), ISO 8601. */
   leaked?: string
+  /** Made by a roll: the id of the first token of its line of rolls (see TokenService.roll). */
+  lineage?: string
+}
+
+/** Where and how a token kept after a leak report was found: its latest `token.leaked` event. */
+export interface LeakEvidence {
+  at: string
+  /** `github`, `admin` or `public`. */
+  via?: string
+  url?: string
+  source?: string
 }
 
 export type SortBy = 'created' | 'modified'
@@ -70,11 +81,15 @@ const toToken = (row: Selectable<TokensTable>): TokenRecord => {
     modified: row.modified,
     ...(row.retires == null ? {} : { retiresAt: Date.parse(row.retires) }),
     ...(row.leaked == null ? {} : { leaked: row.leaked }),
+    ...(row.lineage == null ? {} : { lineage: row.lineage }),
   }
 }
 
-/** A record as a row; `retires` is written by `retire` alone (creates never set it). */
-export const fromToken = (t: TokenRecord): Omit<TokensTable, 'retires' | 'leaked'> =>
+/**
+ * A record as a row; `retires` is written by `retire` alone (creates never set it), `lineage` by
+ * `insert` alone (a roll's new token).
+ */
+export const fromToken = (t: TokenRecord): Omit<TokensTable, 'retires' | 'leaked' | 'lineage'> =>
   tokenRow(t, tokenDocument(t))
 
 /** The row with its document as given: JSON text, or the view itself (see creates.ts). */
@@ -151,7 +166,11 @@ export const accountsRepo = {
 
 export const tokensRepo = {
   async insert(db: Executor, t: TokenRecord): Promise<void> {
-    await db.insertInto('tokens').values(fromToken(t)).execute()
+    const row = fromToken(t)
+    await db
+      .insertInto('tokens')
+      .values(t.lineage === undefined ? row : { ...row, lineage: t.lineage })
+      .execute()
   },
 
   /** `documents`, when given, are the records' documents already written (tokenDocument). */
@@ -200,13 +219,30 @@ export const tokensRepo = {
     await db.updateTable('tokens').set(changes).where('id', '=', id).execute()
   },
 
-  /** The old token of a roll: no longer the default, valid until `at` (ISO). */
-  async retire(db: Executor, id: string, at: string): Promise<void> {
-    await db
+  /**
+   * The old token of a roll: no longer the default, valid until `at` (ISO). Only a token not
+   * retiring already: false when it is (or is gone), so that of two rolls at once one wins (a
+   * PostgreSQL update waits for the other's row lock, then sees its `retires`).
+   */
+  async retire(db: Executor, id: string, at: string): Promise<boolean> {
+    const result = await db
       .updateTable('tokens')
       .set({ retires: at, is_default: 0 })
       .where('id', '=', id)
-      .execute()
+      .where('retires', 'is', null)
+      .executeTakeFirst()
+    return result.numUpdatedRows > 0n
+  },
+
+  /** The old token of a roll ending now: deleted unless it is retiring already (see retire). */
+  async deleteUnretired(db: Executor, username: string, id: string): Promise<boolean> {
+    const result = await db
+      .deleteFrom('tokens')
+      .where('id', '=', id)
+      .where('username', '=', username)
+      .where('retires', 'is', null)
+      .executeTakeFirst()
+    return result.numDeletedRows > 0n
   },
 
   /** The account's tokens reported leaked and kept, with when. */
@@ -218,6 +254,34 @@ export const tokensRepo = {
       .where('leaked', 'is not', null)
       .execute()
     return new Map(rows.map((r) => [r.id, r.leaked as string]))
+  },
+
+  /**
+   * Where a token kept after a leak report was found: the details of its latest `token.leaked`
+   * event (undefined when the audit log no longer has one).
+   */
+  async leakEvidence(
+    db: Executor,
+    username: string,
+    id: string,
+  ): Promise<Omit<LeakEvidence, 'at'> | undefined> {
+    const row = await db
+      .selectFrom('audit_events')
+      .select('details')
+      .where('username', '=', username)
+      .where('action', '=', 'token.leaked')
+      .where('target_id', '=', id)
+      .orderBy('id', 'desc')
+      .limit(1)
+      .executeTakeFirst()
+    if (row?.details == null) return undefined
+    const details = JSON.parse(row.details) as Record<string, unknown>
+    const evidence: Omit<LeakEvidence, 'at'> = {}
+    for (const key of ['via', 'url', 'source'] as const) {
+      const value = details[key]
+      if (typeof value === 'string') evidence[key] = value
+    }
+    return evidence
   },
 
   /** Marks a token reported leaked and kept. */

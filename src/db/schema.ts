@@ -26,6 +26,8 @@ export interface TokensTable {
   retires: string | null
   /** When it was reported leaked and kept (flagged); null otherwise. */
   leaked: string | null
+  /** Made by a roll: the id of the first token of its line of rolls; null otherwise. */
+  lineage: string | null
 }
 
 export interface LeakReportsTable {
@@ -114,6 +116,10 @@ export interface SessionsTable {
   csrf: string
   created: string
   last_seen: string
+  /** The last proof of who the person is (sign-in or confirmation); null: `created`. */
+  proven: string | null
+  /** The account a portal link signed this session into; null for other sign-ins. */
+  link_account: string | null
 }
 
 export interface AuditEventsTable {

@@ -4,15 +4,23 @@ import type { AccountService } from '../accounts/service.js'
 import { type Actor, auditEvent } from '../audit/events.js'
 import { auditRepo } from '../db/audit.js'
 import type { Db } from '../db/database.js'
-import { tokensRepo } from '../db/repositories.js'
+import { type AccountRecord, type LeakEvidence, tokensRepo } from '../db/repositories.js'
+import { ApiError } from '../errors.js'
 import { isoTime } from './rules.js'
 import type { TokenService } from './service.js'
 
 /**
  * What happens to a live token reported leaked: `auto` revokes an sk, and a pk unless it is
  * restricted (allowed URLs or IPs: then it is flagged); `revoke` always revokes; `flag` never.
+ * Whatever the policy, an anonymous report never revokes a pk (see LeakService.handle).
  */
 export type LeakPolicy = 'auto' | 'revoke' | 'flag'
+
+/**
+ * Who reported: GitHub's secret scanning (signed), the operator's scanners (admin API), or
+ * anyone (`public`: no one vouches for it).
+ */
+export type LeakVia = 'github' | 'admin' | 'public'
 
 export interface LeakReport {
   token: unknown
@@ -72,6 +80,20 @@ export class LeakService {
     }
   }
 
+  /**
+   * The account's tokens reported leaked and kept (flagged), for its holder: id → when (the
+   * flag), and by whom and where (the latest `token.leaked` event; the time alone once the
+   * audit log has dropped it).
+   */
+  async kept(account: AccountRecord): Promise<Map<string, LeakEvidence>> {
+    const kept = new Map<string, LeakEvidence>()
+    for (const [id, at] of await tokensRepo.leakedOf(this.db, account.username)) {
+      const evidence = await tokensRepo.leakEvidence(this.db, account.username, id)
+      kept.set(id, { at, ...evidence })
+    }
+    return kept
+  }
+
   /** The answer given to a body seen before (a replay), if it was. */
   async seen(body: string): Promise<string | undefined> {
     const row = await this.db
@@ -94,7 +116,7 @@ export class LeakService {
    * Handles reports, one at a time in order: an entry that is not a string, not a token or not
    * live is answered as such and the rest go on. A token reported twice is handled once.
    */
-  async report(reports: LeakReport[], via: string, actor: Actor): Promise<LeakOutcome[]> {
+  async report(reports: LeakReport[], via: LeakVia, actor: Actor): Promise<LeakOutcome[]> {
     const handled = new Map<string, LeakOutcome>()
     const outcomes: LeakOutcome[] = []
     for (const report of reports.slice(0, maxLeakReports)) {
@@ -119,7 +141,7 @@ export class LeakService {
     token: string,
     tokenHash: string,
     report: LeakReport,
-    via: string,
+    via: LeakVia,
     actor: Actor,
   ): Promise<LeakOutcome> {
     const validation = await this.tokens.validate(token)
@@ -133,8 +155,15 @@ export class LeakService {
     const record = await tokensRepo.find(this.db, principal.tokenId)
     if (record === undefined) return { tokenHash, live: false, action: 'none' }
     const restricted = record.allowedUrls !== null || (record.allowedIps ?? null) !== null
+    // A pk is public by design (web pages embed it, the default token first): finding one is no
+    // proof of a leak, and revoking it on anyone's word would let anyone break every site that
+    // uses it, again after each replacement. An anonymous report flags it and tells the holder;
+    // GitHub's signed reports and the operator's keep the policy. An sk in public is compromised
+    // whoever finds it: revoked by the policy, anonymous or not.
     const revoke =
-      this.policy === 'revoke' || (this.policy === 'auto' && (record.usage === 'sk' || !restricted))
+      !(via === 'public' && record.usage === 'pk') &&
+      (this.policy === 'revoke' ||
+        (this.policy === 'auto' && (record.usage === 'sk' || !restricted)))
     const details: Record<string, unknown> = { action: revoke ? 'revoked' : 'flagged', via }
     const url = clip(report.url, 2048)
     const source = clip(report.source, 64)
@@ -144,8 +173,16 @@ export class LeakService {
     const target = { type: 'token' as const, id: record.id }
     const event = auditEvent(at, 'token.leaked', actor, target, account.username, details)
     if (revoke && record.isDefault) {
-      // The default token cannot go: it is rolled, its leaked string ending now.
-      await this.tokens.roll(account, this.accounts.holder(account), record.id, {}, actor)
+      // The default token cannot go: it is rolled, its leaked string ending now. Rolled by a
+      // report at the same moment (404, 409): that one revoked it and was recorded.
+      try {
+        await this.tokens.roll(account, this.accounts.holder(account), record.id, {}, actor)
+      } catch (err) {
+        if (err instanceof ApiError && (err.kind === 'notFound' || err.kind === 'tokenRetiring')) {
+          return { tokenHash, live: true, action: 'revoked' }
+        }
+        throw err
+      }
       await auditRepo.insert(this.db, event)
       return { tokenHash, live: true, action: 'revoked' }
     }

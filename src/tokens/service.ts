@@ -60,6 +60,9 @@ export interface TemporaryResult {
 const hourMs = 3_600_000
 const dayMs = 24 * hourMs
 
+const retiringDetails = (retiresAt: number) =>
+  `it works until ${isoTime(retiresAt)}, then ends: roll the token that replaced it`
+
 export interface TokenServiceDeps {
   db: Db
   keyring: Keyring
@@ -312,6 +315,7 @@ export class TokenService {
     const allowedIps = normalizeAllowedIps(input.allowedIps)
     const scopes = input.scopes && this.checkScopes(account, principal, input.scopes)
     const record = await this.find(account, id)
+    await this.refuseRetiringLine(record, principal.tokenId)
     const fields = ['note', 'scopes', 'allowedUrls', 'allowedIps'] as const
     const before = fields.map((k) => JSON.stringify(record[k] ?? null))
     if (scopes !== undefined) {
@@ -339,7 +343,9 @@ export class TokenService {
   /**
    * Rolls a pk/sk: a new token (new id and string; the same note, scopes, allowed URLs and
    * default flag, created now), while the old string works until `expires` (now when absent;
-   * at most 24 hours ahead, never later than an end it has already). Rules as for update.
+   * at most 24 hours ahead). Rules as for update. A token is rolled once: a retiring one is
+   * refused (409), also when two rolls race (the retire is conditional, in the transaction). The
+   * new token records the first of its line (`lineage`): see refuseRetiringLine.
    */
   async roll(
     account: AccountRecord,
@@ -362,9 +368,10 @@ export class TokenService {
     if (old.retiresAt !== undefined && old.retiresAt <= now) {
       fail('notFound', 'no token with this id in this account')
     }
+    await this.refuseRetiringLine(old, principal.tokenId)
+    if (old.retiresAt !== undefined) return fail('tokenRetiring', retiringDetails(old.retiresAt))
     // The caller must hold every scope of the token, as to give them.
     this.checkScopes(account, principal, old.scopes)
-    if (old.retiresAt !== undefined) endsAt = Math.min(endsAt, old.retiresAt)
     const record: TokenRecord = {
       ...this.newRecord(account, {
         note: old.note,
@@ -375,6 +382,7 @@ export class TokenService {
       }),
       usage: old.usage,
       scopeless: old.scopeless,
+      lineage: old.lineage ?? old.id,
     }
     const retires = isoTime(endsAt)
     const event = this.event('token.rolled', actor, account, record.id, {
@@ -383,10 +391,18 @@ export class TokenService {
       retires,
     })
     await this.db.transaction().execute(async (trx) => {
-      // The old one first: one default token per account at any moment.
-      if (endsAt <= now) {
-        if (!(await tokensRepo.delete(trx, account.username, old.id))) fail('notFound')
-      } else await tokensRepo.retire(trx, old.id, retires)
+      // The old one first: one default token per account at any moment. Only if no other roll
+      // came first (between `find` and here): then it is retiring (409) or gone (404).
+      const ended =
+        endsAt <= now
+          ? await tokensRepo.deleteUnretired(trx, account.username, old.id)
+          : await tokensRepo.retire(trx, old.id, retires)
+      if (!ended) {
+        const current = await tokensRepo.find(trx, old.id)
+        if (current?.retiresAt === undefined) {
+          fail('notFound', 'no token with this id in this account')
+        } else fail('tokenRetiring', retiringDetails(current.retiresAt))
+      }
       await tokensRepo.insert(trx, record)
       await auditRepo.insert(trx, event)
       await this.changes.notify(trx, old.id)
@@ -422,6 +438,8 @@ export class TokenService {
   async remove(account: AccountRecord, id: string, actor: Actor): Promise<void> {
     const record = await this.find(account, id)
     if (record.isDefault) fail('defaultTokenUndeletable')
+    // The token that authorised an API request is its actor (principalActor).
+    await this.refuseRetiringLine(record, actor.type === 'token' ? actor.id : undefined)
     const event = this.event('token.deleted', actor, account, id, { usage: record.usage })
     // Deleted by someone else in between: the outcome the caller asked for holds, and only the
     // deletion that removed the row is recorded.
@@ -516,6 +534,24 @@ export class TokenService {
         ? cursor(records[0])
         : undefined,
     }
+  }
+
+  /**
+   * A retiring token's string (rolled, working until its end) may not roll, update or delete
+   * another token of its line: the tokens that replaced it (or that it replaced, retiring too).
+   * Otherwise whoever still holds the old string (the reason it was rolled) could kill or take
+   * over its successor. `by`: the authorising token's id (none for the dashboard, CLI, admin).
+   * Read from the database: a roll on another instance counts at once.
+   */
+  private async refuseRetiringLine(target: TokenRecord, by: string | undefined): Promise<void> {
+    if (by === undefined || by === target.id) return
+    const caller = await tokensRepo.find(this.db, by)
+    if (caller?.retiresAt === undefined) return
+    if ((caller.lineage ?? caller.id) !== (target.lineage ?? target.id)) return
+    fail(
+      'retiringLine',
+      `the authorizing token was rolled and works until ${isoTime(caller.retiresAt)}: use the token that replaced it`,
+    )
   }
 
   /** Read for a change: from the database, never the cache (the caller will modify it). */

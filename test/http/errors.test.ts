@@ -220,6 +220,28 @@ const cases: Partial<Record<ErrorKind, Case[]>> = {
       },
     ],
   ],
+  tokenRetiring: [
+    [
+      'roll a token rolled already',
+      async () => {
+        const t = await h.token('alice', ['styles:read'])
+        await call(h.app, 'POST', `/tokens/v2/alice/${t.id}/roll`, sk, { expires: minutes(60) })
+        return call(h.app, 'POST', `/tokens/v2/alice/${t.id}/roll`, sk)
+      },
+    ],
+  ],
+  retiringLine: [
+    [
+      'the retiring string deletes the token that replaced it',
+      async () => {
+        const w = await h.token('alice', [...all, 'styles:read'])
+        const rolled = await call(h.app, 'POST', `/tokens/v2/alice/${w.id}/roll`, sk, {
+          expires: minutes(60),
+        })
+        return call(h.app, 'DELETE', `/tokens/v2/alice/${rolled.body.id}`, w.token)
+      },
+    ],
+  ],
   lastOwner: [
     ['admin API: remove the only owner', () => admin(h.app, 'DELETE', '/accounts/bob/members/bob')],
     [

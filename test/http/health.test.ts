@@ -1,7 +1,10 @@
 import { Writable } from 'node:stream'
+import { Kysely, PostgresDialect } from 'kysely'
+import pg from 'pg'
 import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/app.js'
+import type { Database } from '../../src/db/schema.js'
 import { type Harness, harness } from '../helpers.js'
 
 let h: Harness
@@ -76,6 +79,42 @@ describe('at LOG_LEVEL=info', () => {
       expect(lines.length).toBeGreaterThan(0)
     } finally {
       await app.close()
+    }
+  })
+})
+
+describe('a database that does not answer', () => {
+  it('readyz says so without its address; the address goes to the log', async () => {
+    const lines: string[] = []
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk))
+        done()
+      },
+    })
+    // A PostgreSQL pool on a port nothing listens on: the driver's message names the address.
+    const unreachable = new Kysely<Database>({
+      dialect: new PostgresDialect({
+        pool: new pg.Pool({ connectionString: 'postgres://tessera@127.0.0.1:9/nowhere', max: 1 }),
+      }),
+    })
+    const log = pino({ level: 'info' }, sink)
+    const broken = Object.create(h.ctx, { db: { value: unreachable }, log: { value: log } })
+    const app = buildApp(broken, { logger: log })
+    await app.ready()
+    try {
+      const ready = await app.inject({ method: 'GET', url: '/readyz' })
+      expect(ready.statusCode).toBe(503)
+      expect(ready.json()).toEqual({
+        message: 'Service Unavailable',
+        details: 'the database does not answer',
+      })
+      const logged = lines.map((l) => JSON.parse(l)).find((l) => l.msg.startsWith('readiness'))
+      expect(logged.msg).toBe('readiness: the database does not answer')
+      expect(logged.err).toContain('127.0.0.1:9')
+    } finally {
+      await app.close()
+      await unreachable.destroy()
     }
   })
 })

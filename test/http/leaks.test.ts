@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { cliActor } from '../../src/audit/events.js'
-import { all, call, type Harness, harness } from '../helpers.js'
+import { all, call, type Harness, harness, T0 } from '../helpers.js'
 import { admin, adminEnv } from './admin-client.js'
 import { DashboardClient } from './dashboard-client.js'
 
@@ -281,5 +281,131 @@ describe('leaked tokens', () => {
     const defaults = (await call(h.app, 'GET', '/tokens/v2/alice?default=true', writer)).body
     expect(defaults).toHaveLength(1)
     expect(defaults[0].id).not.toBe(h.alice.defaultToken.id)
+  })
+
+  /** Anyone's report, in the shape of GitHub's credential revocation API. */
+  const anonymous = (app: Harness['app'], body: unknown) =>
+    app.inject({
+      method: 'POST',
+      url: '/leaks/v1/revoke',
+      payload: JSON.stringify(body),
+      headers: { 'content-type': 'application/json' },
+    })
+  const found = { url: 'https://maps.example/store-locator', source: 'page source' }
+
+  it('never revokes a pk on an anonymous report, the default token first, whatever LEAKED_TOKENS says: flags it with the evidence', async () => {
+    for (const policy of ['auto', 'revoke', 'flag']) {
+      const p = await harness({ ...adminEnv, LEAKED_TOKENS: policy })
+      try {
+        const defaultPk = p.alice.defaultToken as typeof p.alice.defaultToken & { token: string }
+        const site = await p.token('alice', ['styles:read'], { note: 'site' })
+        const code = async (token: string) =>
+          (await call(p.app, 'GET', '/tokens/v2', token)).body.code
+        // The attacker reports the strings every site embeds, again and again.
+        for (let i = 0; i < 3; i++) {
+          const res = await anonymous(p.app, {
+            credentials: [defaultPk.token, site.token],
+            ...found,
+          })
+          expect([res.statusCode, res.body], policy).toEqual([202, ''])
+        }
+        expect(await code(defaultPk.token), policy).toBe('TokenValid')
+        expect(await code(site.token), policy).toBe('TokenValid')
+        const reader = (await p.token('alice', ['tokens:read'])).token
+        const defaults = (await call(p.app, 'GET', '/tokens/v2/alice?default=true', reader)).body
+        expect(
+          defaults.map((t: { id: string }) => t.id),
+          policy,
+        ).toEqual([defaultPk.id])
+        // Flagged, each report recorded with where it was found; nothing rolled or deleted.
+        expect((await p.ctx.leaks.kept(p.alice)).get(defaultPk.id), policy).toEqual({
+          at: new Date(T0).toISOString(),
+          via: 'public',
+          ...found,
+        })
+        const details = { action: 'flagged', via: 'public', ...found }
+        const events = (await admin(p.app, 'GET', '/accounts/alice/audit')).body as {
+          action: string
+          target: { id: string }
+          details: unknown
+        }[]
+        const leaked = events.filter((e) => e.action === 'token.leaked')
+        expect(
+          leaked.map((e) => [e.target.id, e.details]),
+          policy,
+        ).toEqual(
+          [1, 2, 3].flatMap(() => [
+            [site.id, details],
+            [defaultPk.id, details],
+          ]),
+        )
+        expect(
+          events.filter((e) => ['token.rolled', 'token.deleted'].includes(e.action)),
+          policy,
+        ).toEqual([])
+        // The same evidence in the event stream and webhooks (the outbox).
+        const outbox = await p.ctx.db
+          .selectFrom('event_outbox')
+          .select('body')
+          .where('action', '=', 'token.leaked')
+          .execute()
+        expect(
+          outbox.map((o) => {
+            const e = JSON.parse(o.body)
+            return [e.account, e.target, e.details]
+          }),
+          policy,
+        ).toEqual(
+          [1, 2, 3].flatMap(() => [
+            ['alice', { type: 'token', id: defaultPk.id }, details],
+            ['alice', { type: 'token', id: site.id }, details],
+          ]),
+        )
+      } finally {
+        await p.close()
+      }
+    }
+  })
+
+  it('still revokes an sk on an anonymous report, and GitHub still revokes a pk', async () => {
+    const sk = await h.token('alice', ['styles:read', 'tokens:read'])
+    const pk = await h.token('alice', ['styles:read'])
+    const res = await anonymous(h.app, { credentials: [sk.token], ...found })
+    expect([res.statusCode, res.body]).toEqual([202, ''])
+    expect(await retrieve(sk.token)).toBe('TokenRevoked')
+    const signed = await github(JSON.stringify([{ token: pk.token, type: 't', ...found }]))
+    expect(signed.statusCode).toBe(200)
+    expect(await retrieve(pk.token)).toBe('TokenRevoked')
+    const leaked = (await admin(h.app, 'GET', '/accounts/alice/audit?action=token.leaked')).body
+    expect(
+      leaked.map((e: { target: { id: string }; details: unknown }) => [e.target.id, e.details]),
+    ).toEqual([
+      [pk.id, { action: 'revoked', via: 'github', ...found }],
+      [sk.id, { action: 'revoked', via: 'public', ...found }],
+    ])
+  })
+
+  it('tells the holder on the tokens page where an anonymously reported pk was found', async () => {
+    const defaultPk = h.alice.defaultToken
+    const b = new DashboardClient(h.app)
+    const link = await h.ctx.holders.invite('alice', cliActor)
+    const password = 'correct horse battery staple'
+    await b.post(`/account/setup/${link}`, { password, confirm: password })
+    const url = 'https://maps.example/?q=<script>alert(1)</script>'
+    const res = await anonymous(h.app, { credentials: [defaultPk.token], url, source: 'crawler' })
+    expect(res.statusCode).toBe(202)
+    const reported = `reported anonymously <time datetime="${new Date(T0).toISOString()}">2026-11-22 <span class="clock">12:00 UTC</span></time>, found at <code class="leak-url">https://maps.example/?q=&lt;script&gt;alert(1)&lt;/script&gt;</code> (crawler)`
+    const page = (await b.get('/account')).body
+    expect(page).toContain('<strong>1 token was reported leaked</strong>')
+    expect(page).toContain(
+      `<li><a href="/account/tokens/${defaultPk.id}">Default public token</a>: ${reported}</li>`,
+    )
+    expect(page).not.toContain('<script>alert(1)')
+    const token = (await b.get(`/account/tokens/${defaultPk.id}`)).body
+    expect(token).toContain(`<p>It was ${reported}.</p>`)
+    expect(token).toContain(
+      'A public token is made to be seen in web pages, so this may be where you put it: restrict it to your sites with Allowed URLs, or roll it if it should not be there. An anonymous report never revokes a public token.',
+    )
+    expect(await retrieve(defaultPk.token as string)).toBe('TokenValid')
   })
 })

@@ -5,7 +5,7 @@ import { randomAlnum } from '../../src/tokens/ids.js'
 import { dialect } from '../dialect.js'
 import { type Harness, harness } from '../helpers.js'
 import { admin, adminEnv } from './admin-client.js'
-import { DashboardClient } from './dashboard-client.js'
+import { alertOf, DashboardClient, titleOf } from './dashboard-client.js'
 
 const password = 'correct horse battery staple'
 const mallorys = 'mallory knows this one'
@@ -126,6 +126,24 @@ describe('people: an owner of one account cannot take a seat in another', () => 
     expect((await h.ctx.members.ssoPerson(identity, anonymous))?.login).toBe('pat')
     const unverified = { ...identity, subject: 'pat-2', emailVerified: false }
     expect(await h.ctx.members.ssoPerson(unverified, anonymous)).toBeUndefined()
+  })
+
+  it("a portal link's page names the account, the person and the role before Continue", async () => {
+    const made = await admin(h.app, 'POST', '/accounts/alice/portal-links', {
+      email: 'Pat@Acme.example',
+      role: 'developer',
+    })
+    const b = new DashboardClient(h.app)
+    const page = await b.get(new URL(made.body.url).pathname)
+    expect(page.status).toBe(200)
+    expect(page.body).toContain(
+      '<p>This link signs you in to the account <strong>alice</strong> as <strong>pat@acme.example</strong>, with the role <strong>developer</strong>.</p>',
+    )
+    await b.post(new URL(made.body.url).pathname, {})
+    // Every page after it says which account this is, and who.
+    expect((await b.get('/account/settings')).body).toContain(
+      'alice <span class="login">(pat)</span>',
+    )
   })
 
   it('a portal link matches a member of its own account by email, and nobody elsewhere', async () => {
@@ -284,5 +302,199 @@ describe('the sign-in throttle holds against concurrent attempts', () => {
     if (shared) return
     h.clock.now += 15 * 60_000
     expect((await ask('198.51.100.10')).status).toBe(200)
+  })
+})
+
+describe('sign-in methods change only with a recent proof; policies hold however one came', () => {
+  let h: Harness
+  const minute = 60_000
+
+  const holder = async (username: string) => {
+    const b = new DashboardClient(h.app)
+    const link = await h.ctx.holders.invite(username, cliActor)
+    expect((await b.post(`/account/setup/${link}`, { password, confirm: password })).status).toBe(
+      303,
+    )
+    await b.get('/account')
+    return b
+  }
+  const enrolTotp = async (b: DashboardClient) => {
+    const page = await b.get('/account/settings/totp')
+    expect(page.status).toBe(200)
+    const secret = (/<code class="secret">([^<]+)<\/code>/.exec(page.body)?.[1] ?? '').replace(
+      / /g,
+      '',
+    )
+    const code = generateSync({ secret, epoch: Math.floor(h.clock.now / 1000) })
+    expect((await b.post('/account/settings/totp', { code })).status).toBe(200)
+    return secret
+  }
+  const confirmAt = (next: string) => `/account/settings/confirm?next=${encodeURIComponent(next)}`
+
+  beforeEach(async () => {
+    h = await harness(adminEnv)
+  })
+  afterEach(() => h.close())
+
+  it('a session 10 minutes after its sign-in must confirm before adding or removing a method', async () => {
+    const b = await holder('alice')
+    await enrolTotp(b)
+    h.clock.now += 10 * minute
+    // A stolen cookie is not a proof: every change of a sign-in method asks for one first.
+    const totp = await b.get('/account/settings/totp')
+    expect([totp.status, totp.location]).toEqual([303, confirmAt('/account/settings/totp')])
+    const options = await b.post('/account/passkeys/register/options', {})
+    expect(options.status).toBe(403)
+    expect(JSON.parse(options.body)).toEqual({
+      message: "Confirm it's you first: sign-in methods change only with a recent proof.",
+      confirm: confirmAt('/account/settings'),
+    })
+    for (const path of [
+      '/account/passkeys/register',
+      '/account/settings/recovery-codes',
+      '/account/settings/factors/anything/remove',
+      '/account/settings/totp',
+    ]) {
+      const res = await b.post(path, { name: 'mine', response: '{}', code: '123456' })
+      expect([res.status, res.location], path).toEqual([303, confirmAt('/account/settings')])
+    }
+    expect((await h.ctx.factors.list('alice')).map((f) => f.kind)).toEqual(['totp'])
+
+    const page = await b.get(confirmAt('/account/settings/totp'))
+    expect(page.status).toBe(200)
+    expect(titleOf(page.body)).toBe('Confirm it&#39;s you')
+    const wrong = await b.post('/account/settings/confirm', {
+      next: '/account/settings/totp',
+      password: 'not my password at all',
+    })
+    expect(wrong.status).toBe(401)
+    expect(alertOf(wrong.body)).toBe('That password or code is not right')
+    const right = await b.post('/account/settings/confirm', {
+      next: '/account/settings/totp',
+      password,
+    })
+    expect([right.status, right.location]).toEqual([303, '/account/settings/totp'])
+    expect((await b.get('/account/settings/totp')).status).toBe(200)
+    // The proof lasts 10 minutes, then it is asked for again.
+    h.clock.now += 10 * minute
+    expect((await b.get('/account/settings/totp')).location).toBe(
+      confirmAt('/account/settings/totp'),
+    )
+  })
+
+  it('a portal-link session registers no passkey once its sign-in is 10 minutes old', async () => {
+    const made = await admin(h.app, 'POST', '/accounts/alice/portal-links', {
+      email: 'pat@acme.example',
+      role: 'developer',
+    })
+    const b = new DashboardClient(h.app)
+    expect((await b.post(new URL(made.body.url).pathname, {})).status).toBe(303)
+    await b.get('/account')
+    h.clock.now += 10 * minute
+    expect((await b.post('/account/passkeys/register/options', {})).status).toBe(403)
+    const page = await b.get(confirmAt('/account/settings'))
+    expect(page.body).toContain(
+      'You signed in with a link from your platform: open a new one there to go on.',
+    )
+    expect(page.body).not.toContain('id="confirm-password"')
+    // Nothing it can type proves it: no password, no code.
+    const tried = await b.post('/account/settings/confirm', {
+      next: '/account/settings',
+      password: 'x',
+    })
+    expect(tried.status).toBe(401)
+    expect((await b.post('/account/passkeys/register/options', {})).status).toBe(403)
+  })
+
+  it('a portal-link session of another account enters one that requires a second factor held, as a password would', async () => {
+    const alice = await holder('alice')
+    const bob = await holder('bob')
+    const invited = await alice.post('/account/members/invite', {
+      email: 'pete@acme.example',
+      role: 'developer',
+    })
+    const pete = new DashboardClient(h.app)
+    const path = invitationPath(invited.body)
+    expect((await pete.post(path, { login: 'pete', password, confirm: password })).status).toBe(303)
+    await pete.get('/account')
+    const toBob = await bob.post('/account/members/invite', {
+      email: 'pete@acme.example',
+      role: 'viewer',
+    })
+    await pete.get(invitationPath(toBob.body))
+    const joined = await pete.post(invitationPath(toBob.body), { as: 'pete' })
+    expect(joined.status).toBe(303)
+    expect(await h.ctx.members.memberships('pete')).toEqual([
+      { username: 'alice', role: 'developer' },
+      { username: 'bob', role: 'viewer' },
+    ])
+    expect((await alice.post('/account/members/policy', { require2fa: 'on' })).status).toBe(303)
+
+    // Bob's platform signs pete in to bob with a link; he switches to alice.
+    const made = await admin(h.app, 'POST', '/accounts/bob/portal-links', {
+      email: 'pete@acme.example',
+      role: 'viewer',
+    })
+    const viaLink = new DashboardClient(h.app)
+    const used = await viaLink.post(new URL(made.body.url).pathname, {})
+    expect(used.location).toBe('/account')
+    expect((await viaLink.get('/account')).status).toBe(200)
+    const switched = await viaLink.post('/account/accounts', { account: 'alice', next: '/account' })
+    expect(switched.location).toBe('/account')
+    const held = await viaLink.get('/account')
+    expect([held.status, held.location]).toEqual([303, '/account/settings/totp'])
+    const refused = await viaLink.post('/account/tokens/new', { note: 'x', scopes: 'tokens:read' })
+    expect(refused.status).toBe(403)
+  })
+
+  it('a setup link sets the password, then asks for the second factor its holder has', async () => {
+    const b = await holder('alice')
+    const secret = await enrolTotp(b)
+    const link = await h.ctx.holders.invite('alice', cliActor)
+    const fresh = new DashboardClient(h.app)
+    const set = await fresh.post(`/account/setup/${link}`, {
+      password: 'another long password',
+      confirm: 'another long password',
+    })
+    expect([set.status, set.location]).toEqual([303, '/account/sign-in/verify'])
+    expect(fresh.cookie).toBeUndefined()
+    expect((await fresh.get('/account')).location).toBe('/account/sign-in')
+    h.clock.now += 30_000
+    const code = generateSync({ secret, epoch: Math.floor(h.clock.now / 1000) })
+    const verified = await fresh.post('/account/sign-in/verify', { code })
+    expect([verified.status, verified.location]).toEqual([303, '/account'])
+    expect((await fresh.get('/account')).status).toBe(200)
+  })
+})
+
+describe('OIDC_ONLY', () => {
+  let h: Harness
+  beforeEach(async () => {
+    h = await harness({
+      OIDC_ISSUER: 'https://127.0.0.1:9',
+      OIDC_CLIENT_ID: 'tessera',
+      OIDC_CLIENT_SECRET: 'a secret of the provider',
+      OIDC_ONLY: '1',
+    })
+  })
+  afterEach(() => h.close())
+
+  it('refuses the password of a person the provider signs in, and the confirmation by it', async () => {
+    const link = await h.ctx.holders.invite('alice', cliActor)
+    const b = new DashboardClient(h.app)
+    expect((await b.post(`/account/setup/${link}`, { password, confirm: password })).status).toBe(
+      303,
+    )
+    // As a person linked before OIDC_ONLY was set would be: a password and an identity.
+    await h.ctx.db
+      .updateTable('people')
+      .set({ oidc_issuer: 'https://127.0.0.1:9', oidc_subject: 'alice-1' })
+      .where('login', '=', 'alice')
+      .execute()
+    expect((await new DashboardClient(h.app).signIn('alice', password)).status).toBe(401)
+    await b.get('/account')
+    h.clock.now += 10 * 60_000
+    const tried = await b.post('/account/settings/confirm', { next: '/account/settings', password })
+    expect(tried.status).toBe(401)
   })
 })

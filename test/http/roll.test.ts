@@ -1,6 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { cliActor } from '../../src/audit/events.js'
+import { ApiError } from '../../src/errors.js'
 import { all, call, type Harness, harness, T0 } from '../helpers.js'
 import { admin, adminEnv } from './admin-client.js'
+import { DashboardClient } from './dashboard-client.js'
 
 const hour = 3_600_000
 const retrieve = async (h: Harness, token: string) =>
@@ -58,7 +61,7 @@ describe('rolling a token (POST /tokens/v2/{username}/{token_id}/roll)', () => {
     )
   })
 
-  it('keeps the old string valid until expires, then revokes it; never later than it ends', async () => {
+  it('keeps the old string valid until expires, then revokes it; a second roll cannot extend it', async () => {
     const old = await h.token('alice', ['styles:read', 'tokens:read'], { note: 'server' })
     const first = await roll(old.id, { expires: new Date(T0 + hour).toISOString() })
     expect(first.status).toBe(200)
@@ -69,9 +72,9 @@ describe('rolling a token (POST /tokens/v2/{username}/{token_id}/roll)', () => {
     expect(listed.map((t: { id: string }) => t.id)).toEqual(
       expect.arrayContaining([old.id, first.body.id]),
     )
-    // Rolled again, later: its end stays where it was.
+    // Rolled again, later: refused (a token is rolled once), and its end stays where it was.
     const second = await roll(old.id, { expires: new Date(T0 + 20 * hour).toISOString() })
-    expect(second.status).toBe(200)
+    expect(second.status).toBe(409)
     h.clock.now = T0 + hour - 1
     expect(await retrieve(h, old.token)).toBe('TokenValid')
     h.clock.now = T0 + hour
@@ -190,5 +193,150 @@ describe('rolling a token (POST /tokens/v2/{username}/{token_id}/roll)', () => {
     expect(await retrieve(h, old.token)).toBe('TokenValid')
     const events = (await admin(h.app, 'GET', '/accounts/alice/audit?action=token.rolled')).body
     expect(events[0].actor).toEqual({ type: 'admin', id: 'k1' })
+  })
+
+  /** The 409 of a token rolled already, whose old string works until `end`. */
+  const rolledAlready = (end: number) => ({
+    message: 'the token was rolled already',
+    details: `it works until ${new Date(end).toISOString()}, then ends: roll the token that replaced it`,
+  })
+  const rolledEvents = async () =>
+    (await admin(h.app, 'GET', '/accounts/alice/audit?action=token.rolled')).body as {
+      target: { id: string }
+      details: { previous: string }
+    }[]
+
+  it('refuses to roll a retiring token again (409): one successor, one token.rolled event', async () => {
+    const w = await h.token('alice', ['styles:read', 'tokens:read'], { note: 'server' })
+    const first = await roll(w.id, { expires: new Date(T0 + hour).toISOString() })
+    expect(first.status).toBe(200)
+    // The API, with a grace period or without; the admin API; the CLI's and dashboard's service.
+    for (const res of [
+      await roll(w.id, { expires: new Date(T0 + 2 * hour).toISOString() }),
+      await roll(w.id),
+      await admin(h.app, 'POST', `/accounts/alice/tokens/${w.id}/roll`, {}),
+    ]) {
+      expect([res.status, res.body]).toEqual([409, rolledAlready(T0 + hour)])
+    }
+    const holder = h.ctx.accounts.holder(h.alice)
+    const refused = await h.ctx.tokens.roll(h.alice, holder, w.id, {}, cliActor).catch((e) => e)
+    expect(refused).toBeInstanceOf(ApiError)
+    expect([refused.statusCode, refused.toJSON()]).toEqual([409, rolledAlready(T0 + hour)])
+    // One live successor, and the old string still ends when it did.
+    const servers = (await call(h.app, 'GET', '/tokens/v2/alice', writer)).body.filter(
+      (t: { note: string }) => t.note === 'server',
+    )
+    expect(servers.map((t: { id: string }) => t.id).sort()).toEqual([w.id, first.body.id].sort())
+    expect((await rolledEvents()).map((e) => [e.target.id, e.details.previous])).toEqual([
+      [first.body.id, w.id],
+    ])
+    h.clock.now = T0 + hour
+    expect(await retrieve(h, w.token)).toBe('TokenRevoked')
+    expect(await retrieve(h, first.body.token)).toBe('TokenValid')
+  })
+
+  it('refuses the retiring string (403) when it rolls, updates or deletes the token that replaced it', async () => {
+    // The attacker holds W's string: W is rolled with a grace period so that apps can move.
+    const w = await h.token('alice', [...all, 'styles:read', 'fonts:read'], { note: 'deploy' })
+    const w2 = (await roll(w.id, { expires: new Date(T0 + hour).toISOString() })).body
+    const retiring = {
+      message: 'a retiring token cannot change the token that replaced it',
+      details: `the authorizing token was rolled and works until ${new Date(T0 + hour).toISOString()}: use the token that replaced it`,
+    }
+    const attempts = () => [
+      call(h.app, 'POST', `/tokens/v2/alice/${w2.id}/roll`, w.token),
+      call(h.app, 'POST', `/tokens/v2/alice/${w2.id}/roll`, w.token, {
+        expires: new Date(T0 + 60_000).toISOString(),
+      }),
+      call(h.app, 'PATCH', `/tokens/v2/alice/${w2.id}`, w.token, { scopes: ['styles:read'] }),
+      call(h.app, 'PATCH', `/tokens/v2/alice/${w2.id}`, w.token, { allowedIps: ['192.0.2.1'] }),
+      call(h.app, 'DELETE', `/tokens/v2/alice/${w2.id}`, w.token),
+    ]
+    for (const res of await Promise.all(attempts())) {
+      expect([res.status, res.body]).toEqual([403, retiring])
+    }
+    // W2 rolled in turn (by its holder): W's string is refused on W3 too, the rest of its line.
+    const w3 = (await roll(w2.id, { expires: new Date(T0 + 30 * 60_000).toISOString() }, w2.token))
+      .body
+    for (const res of [
+      await call(h.app, 'DELETE', `/tokens/v2/alice/${w3.id}`, w.token),
+      await call(h.app, 'PATCH', `/tokens/v2/alice/${w3.id}`, w.token, { note: 'mine' }),
+    ]) {
+      expect([res.status, res.body]).toEqual([403, retiring])
+    }
+    // The successors work, unchanged, and nothing was recorded for them.
+    expect(await retrieve(h, w2.token)).toBe('TokenValid')
+    expect(await retrieve(h, w3.token)).toBe('TokenValid')
+    const listed = (await call(h.app, 'GET', '/tokens/v2/alice', writer)).body
+    const view = listed.find((t: { id: string }) => t.id === w3.id)
+    expect([view.note, view.scopes, view.allowedIps]).toEqual(['deploy', w.scopes, undefined])
+    const changed = (await admin(h.app, 'GET', '/accounts/alice/audit')).body.filter(
+      (e: { action: string; target: { id?: string } }) =>
+        ['token.updated', 'token.deleted'].includes(e.action),
+    )
+    expect(changed).toEqual([])
+    expect((await rolledEvents()).length).toBe(2)
+    // What it may still do: its own work, and end itself early.
+    expect((await call(h.app, 'GET', '/tokens/v2/alice', w.token)).status).toBe(200)
+    expect((await call(h.app, 'DELETE', `/tokens/v2/alice/${w.id}`, w.token)).status).toBe(204)
+    expect(await retrieve(h, w.token)).toBe('TokenRevoked')
+    expect(await retrieve(h, w3.token)).toBe('TokenValid')
+  })
+
+  it('lets exactly one of two concurrent rolls of a token succeed', async () => {
+    const graced = await h.token('alice', ['styles:read'], { note: 'graced' })
+    const expires = new Date(T0 + hour).toISOString()
+    const both = await Promise.all([roll(graced.id, { expires }), roll(graced.id, { expires })])
+    expect(both.map((r) => r.status).sort()).toEqual([200, 409])
+    expect(both.find((r) => r.status === 409)?.body).toEqual(rolledAlready(T0 + hour))
+    // At once: the loser finds the token gone (404) or retiring (409); never a second success.
+    const now = await h.token('alice', ['styles:read'], { note: 'now' })
+    const many = await Promise.all([roll(now.id), roll(now.id), roll(now.id)])
+    expect(many.filter((r) => r.status === 200)).toHaveLength(1)
+    for (const r of many.filter((r) => r.status !== 200)) {
+      expect([r.status, r.body]).toEqual([
+        404,
+        { message: 'Not found', details: 'no token with this id in this account' },
+      ])
+    }
+    // In the service itself (the CLI, the dashboard, a leak report), past the route.
+    const svc = await h.token('alice', ['styles:read'], { note: 'service' })
+    const holder = h.ctx.accounts.holder(h.alice)
+    const results = await Promise.allSettled(
+      [1, 2, 3].map(() => h.ctx.tokens.roll(h.alice, holder, svc.id, { expires }, cliActor)),
+    )
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1)
+    for (const r of results.filter((r) => r.status === 'rejected')) {
+      expect((r as PromiseRejectedResult).reason.toJSON()).toEqual(rolledAlready(T0 + hour))
+    }
+    const byOld = (await rolledEvents()).map((e) => e.details.previous)
+    expect(byOld.sort()).toEqual([graced.id, now.id, svc.id].sort())
+    const notes = (await call(h.app, 'GET', '/tokens/v2/alice', writer)).body.map(
+      (t: { note: string }) => t.note,
+    )
+    expect(notes.filter((n: string) => n === 'graced')).toHaveLength(2)
+    expect(notes.filter((n: string) => n === 'now')).toHaveLength(1)
+    expect(notes.filter((n: string) => n === 'service')).toHaveLength(2)
+  })
+
+  it("offers no roll on a retiring token's page, and answers a roll of it with 409", async () => {
+    const w = await h.token('alice', ['styles:read'], { note: 'site' })
+    const b = new DashboardClient(h.app)
+    const link = await h.ctx.holders.invite('alice', cliActor)
+    const password = 'correct horse battery staple'
+    await b.post(`/account/setup/${link}`, { password, confirm: password })
+    expect((await b.get(`/account/tokens/${w.id}`)).body).toContain('Roll this token')
+    expect((await b.post(`/account/tokens/${w.id}/roll`, { when: '1h' })).status).toBe(200)
+    const page = await b.get(`/account/tokens/${w.id}`)
+    expect(page.body).toContain(
+      'This token was rolled: it works until <time datetime="2026-11-22T13:00:00.000Z">2026-11-22 <span class="clock">13:00 UTC</span></time>, then ends. Roll or change the token that replaced it.',
+    )
+    expect(page.body).not.toContain(`action="/account/tokens/${w.id}/roll"`)
+    // A form kept open in another tab.
+    const again = await b.post(`/account/tokens/${w.id}/roll`, { when: 'now' })
+    expect(again.status).toBe(409)
+    expect(again.body).toContain('<strong>the token was rolled already</strong>')
+    expect(await retrieve(h, w.token)).toBe('TokenValid')
+    expect(await rolledEvents()).toHaveLength(1)
   })
 })

@@ -16,6 +16,8 @@ async function options(url, fields) {
   })
   if (!response.ok) {
     const answer = await response.json().catch(() => ({}))
+    // A recent proof is needed first: the page that asks for it comes back here after.
+    if (typeof answer.confirm === 'string') window.location.assign(answer.confirm)
     throw new Error(answer.message ?? `the server answered ${response.status}`)
   }
   return response.json()

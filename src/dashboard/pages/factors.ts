@@ -3,7 +3,7 @@ import { FactorError } from '../../accounts/factors.js'
 import { actorOf } from '../../http/actor.js'
 import type { DashboardDeps } from '../deps.js'
 import { form, holderOf, redirect, sendPage, tooManyAttempts } from '../reply.js'
-import { clearPendingCookie, pendingId } from '../session.js'
+import { clearPendingCookie, heldByPolicy, pendingId } from '../session.js'
 import type { ThrottleKey } from '../throttle.js'
 import { messageView } from '../views/auth.js'
 import { recoveryCodesView, totpView, verifyView } from '../views/factors.js'
@@ -13,6 +13,9 @@ import { relyingParty } from './passkeys.js'
 const signedOut = { config: { signedOut: true } }
 /** Pages a person held by a 2FA policy may still use: enrolment, and signing out. */
 const enrolment = { config: { enrolment: true } }
+/** Changes a sign-in method: a recent proof first (see pages/confirm.ts). */
+const changesMethod = { config: { sudo: 'page' as const } }
+const enrolling = { config: { enrolment: true, sudo: 'page' as const } }
 const owners = { config: { role: 'owner' as const } }
 
 /**
@@ -83,17 +86,17 @@ export function factorPages(app: FastifyInstance, { ctx, throttle }: DashboardDe
 
   const held = async (request: Parameters<typeof holderOf>[0]) => {
     const { session, account } = holderOf(request)
-    return session.method === 'password' && (await factors.required(account.username))
+    return heldByPolicy(session, account.username) && (await factors.required(account.username))
   }
 
-  app.get('/settings/totp', enrolment, async (request, reply) => {
+  app.get('/settings/totp', enrolling, async (request, reply) => {
     const { signedIn, session } = holderOf(request)
     const started = await factors.startTotp(session.login)
     const view = totpView({ signedIn, ...started, held: await held(request) })
     return sendPage(reply, view)
   })
 
-  app.post('/settings/totp', enrolment, async (request, reply) => {
+  app.post('/settings/totp', enrolling, async (request, reply) => {
     const { signedIn, session, account, actor } = holderOf(request)
     const code = form(request).get('code') ?? ''
     try {
@@ -110,7 +113,7 @@ export function factorPages(app: FastifyInstance, { ctx, throttle }: DashboardDe
     }
   })
 
-  app.post('/settings/recovery-codes', async (request, reply) => {
+  app.post('/settings/recovery-codes', changesMethod, async (request, reply) => {
     const { signedIn, session, account, actor } = holderOf(request)
     if (!(await factors.has(session.login))) return redirect(reply, '/account/settings')
     const codes = await factors.newRecoveryCodes(session.login, actor, account.username)
@@ -135,7 +138,7 @@ export function factorPages(app: FastifyInstance, { ctx, throttle }: DashboardDe
       .send(`Tessera recovery codes for ${session.login}\n\n${codes.join('\n')}\n`)
   })
 
-  app.post('/settings/factors/:id/remove', async (request, reply) => {
+  app.post('/settings/factors/:id/remove', changesMethod, async (request, reply) => {
     const { session, account, actor } = holderOf(request)
     const { id } = request.params as { id: string }
     try {

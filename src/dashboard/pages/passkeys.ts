@@ -10,7 +10,8 @@ import { beginSession } from './begin.js'
 
 const tooMany = 'Too many passkey sign-ins from this address: try again later.'
 const signedOut = { config: { signedOut: true } }
-const enrolment = { config: { enrolment: true } }
+/** Registration: open to a person held on enrolment, and only with a recent proof. */
+const registration = (sudo: 'page' | 'json') => ({ config: { enrolment: true, sudo } })
 
 /** The relying party of PUBLIC_URL: its origin, and its host name as the id. */
 export const relyingParty = (publicUrl: string): RelyingParty => {
@@ -27,12 +28,12 @@ export function passkeyPages(app: FastifyInstance, { ctx, throttle }: DashboardD
   const { passkeys, holders } = ctx
   const rp = () => relyingParty(ctx.config.http.publicUrl ?? app.publicUrl)
 
-  app.post('/passkeys/register/options', enrolment, async (request, reply) => {
+  app.post('/passkeys/register/options', registration('json'), async (request, reply) => {
     const { session } = holderOf(request)
     return reply.send(await passkeys.registrationOptions(rp(), session.login))
   })
 
-  app.post('/passkeys/register', enrolment, async (request, reply) => {
+  app.post('/passkeys/register', registration('page'), async (request, reply) => {
     const { session, account, actor } = holderOf(request)
     const f = form(request)
     const made = await passkeys.register(

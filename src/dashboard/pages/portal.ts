@@ -28,17 +28,18 @@ export function portalPages(app: FastifyInstance, { ctx }: DashboardDeps) {
       410,
     )
 
-  app.get('/portal/:link', signedOut, async (request, reply) => {
-    const { link } = request.params as { link: string }
+  app.get('/portal/:secret', signedOut, async (request, reply) => {
+    const { secret: link } = request.params as { secret: string }
     if (!secretPattern.test(link)) return gone(reply)
     const found = await members.portalLink(link)
     if (found.state !== 'open') return gone(reply)
-    const view = portalView({ action: `/account/portal/${link}`, returnUrl: found.returnUrl })
+    const { returnUrl, username, email, role } = found
+    const view = portalView({ action: `/account/portal/${link}`, returnUrl, username, email, role })
     return sendPage(reply.header('referrer-policy', 'no-referrer'), view)
   })
 
-  app.post('/portal/:link', signedOut, async (request, reply) => {
-    const { link } = request.params as { link: string }
+  app.post('/portal/:secret', signedOut, async (request, reply) => {
+    const { secret: link } = request.params as { secret: string }
     if (!secretPattern.test(link)) return gone(reply)
     const used = await members.usePortalLink(link, actorOf(request, { type: 'anonymous' }))
     if (used === undefined) return gone(reply)

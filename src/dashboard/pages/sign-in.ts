@@ -106,6 +106,11 @@ export function signInPages(app: FastifyInstance, { ctx, throttle, sso }: Dashbo
         f.get('confirm') ?? '',
         actorOf(request, { type: 'anonymous' }),
       )
+      // The link replaces a password, not a second factor: a holder who has one gives it next.
+      if (await ctx.factors.has(login)) {
+        setPendingCookie(reply, await ctx.factors.beginPending(login, '/account'))
+        return redirect(reply, '/account/sign-in/verify')
+      }
       const accounts = await holders.accountsOf(login)
       const person = { login, accounts: [login, ...accounts.filter((a) => a !== login)] }
       return begin(request, reply, person, '/account')

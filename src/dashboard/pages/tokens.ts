@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import type { AccountRecord } from '../../db/repositories.js'
+import { ApiError } from '../../errors.js'
 import type { DashboardDeps } from '../deps.js'
 import { form, formError, holderOf, redirect, sendPage } from '../reply.js'
 import type { FormError } from '../views/forms.js'
@@ -33,7 +34,7 @@ export function tokenPages(app: FastifyInstance, { ctx }: DashboardDeps) {
     }
     const notice = q.done === 'deleted' ? 'Token deleted.' : undefined
     const lastUsed = await ctx.usage.lastUsed(page.tokens.map((t) => t.id))
-    const leaked = await tokens.leaked(account)
+    const leaked = await ctx.leaks.kept(account)
     const view = tokensView({ signedIn, ...page, lastUsed, now: tokens.now(), notice, leaked })
     return sendPage(reply, view)
   })
@@ -82,8 +83,10 @@ export function tokenPages(app: FastifyInstance, { ctx }: DashboardDeps) {
       allowedIps: (token.allowedIps ?? []).join('\n'),
     }
     const scopes = scopesOf(account)
-    const leakedAt = (await tokens.leaked(account)).get(token.id)
-    return tokenPageView({ ...view, values, token, scopes, usage, now: tokens.now(), leakedAt })
+    const leak = (await ctx.leaks.kept(account)).get(token.id)
+    const retiresAt = await tokens.retiresAt(token.id)
+    const now = tokens.now()
+    return tokenPageView({ ...view, values, token, scopes, usage, now, leak, retiresAt })
   }
 
   app.get('/tokens/:id', async (request, reply) => {
@@ -114,7 +117,15 @@ export function tokenPages(app: FastifyInstance, { ctx }: DashboardDeps) {
     const hours = when === '24h' ? 24 : when === '1h' ? 1 : 0
     const expires =
       hours === 0 ? undefined : new Date(tokens.now() + hours * 3_600_000).toISOString()
-    const rolled = await tokens.roll(account, accounts.holder(account), id, { expires }, actor)
+    let rolled: Awaited<ReturnType<typeof tokens.roll>>
+    try {
+      rolled = await tokens.roll(account, accounts.holder(account), id, { expires }, actor)
+    } catch (err) {
+      // Rolled already (here, by another tab, the API or the CLI): its page says so.
+      if (!(err instanceof ApiError && err.kind === 'tokenRetiring')) throw err
+      const error = { message: err.message, details: err.details }
+      return sendPage(reply, await tokenPage(account, { signedIn, error }, id), err.statusCode)
+    }
     const oldEnds =
       hours === 0
         ? 'has stopped working'

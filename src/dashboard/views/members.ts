@@ -193,11 +193,19 @@ ${v.accounts.map(
 }
 
 /** A portal link's page: nothing happens until the person continues (a POST). */
-export function portalView(v: { action: string; returnUrl: string | null }) {
+/** A portal link's page: whose account it opens, as whom, before anything is used. */
+export function portalView(v: {
+  action: string
+  returnUrl: string | null
+  username: string
+  email: string
+  role: Role
+}) {
   return layout(
     { title: 'Manage your access tokens' },
     html`<div class="narrow">
-<p>You are about to sign in to your tokens.</p>
+<p>This link signs you in to the account <strong>${v.username}</strong> as <strong>${v.email}</strong>, with the role <strong>${v.role}</strong>.</p>
+<p class="hint">Continue only if you asked for it: someone else's link would sign you in to their account.</p>
 <form method="post" action="${v.action}" class="card" novalidate>
   <button type="submit">Continue</button>
 </form>

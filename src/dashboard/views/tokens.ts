@@ -1,3 +1,4 @@
+import type { LeakEvidence } from '../../db/repositories.js'
 import type { Scope } from '../../scopes/catalog.js'
 import type { TokenView } from '../../tokens/document.js'
 import { alert, copyable, csrf, type FormError, notice, scopeChoices, time } from './forms.js'
@@ -23,8 +24,8 @@ export function tokensView(v: {
   /** The service clock: what `unused for 90 days` is measured from. */
   now: number
   notice?: string
-  /** Tokens of the account reported leaked and kept: id → when. */
-  leaked?: ReadonlyMap<string, string>
+  /** Tokens of the account reported leaked and kept: id → when, where and by whom. */
+  leaked?: ReadonlyMap<string, LeakEvidence>
 }) {
   const leakedHere = v.tokens.filter((t) => v.leaked?.has(t.id))
   const row = (t: TokenView, i: number) => html`<tr>
@@ -51,7 +52,11 @@ export function tokensView(v: {
     html`${
       (v.leaked?.size ?? 0) === 0
         ? ''
-        : html`<div role="alert" class="error leak"><p><strong>${String(v.leaked?.size)} token${v.leaked?.size === 1 ? ' was' : 's were'} reported leaked</strong>: found where others can see ${v.leaked?.size === 1 ? 'it' : 'them'}. Roll ${v.leaked?.size === 1 ? 'it' : 'them'} and give your applications the new strings${leakedHere.length === 0 ? '.' : html`: ${leakedHere.map((t, i) => html`${i > 0 ? ', ' : ''}<a href="/account/tokens/${t.id}">${tokenName(t)}</a>`)}.`}</p></div>`
+        : html`<div role="alert" class="error leak"><p><strong>${String(v.leaked?.size)} token${v.leaked?.size === 1 ? ' was' : 's were'} reported leaked</strong>: found where others can see ${v.leaked?.size === 1 ? 'it' : 'them'}. Roll ${v.leaked?.size === 1 ? 'it' : 'them'} and give your applications the new strings${leakedHere.length === 0 ? '.' : html`: ${leakedHere.map((t, i) => html`${i > 0 ? ', ' : ''}<a href="/account/tokens/${t.id}">${tokenName(t)}</a>`)}.`}</p>${
+            leakedHere.length === 0
+              ? ''
+              : html`<ul class="leak-reports">${leakedHere.map((t) => html`<li><a href="/account/tokens/${t.id}">${tokenName(t)}</a>: ${leakReport(v.leaked?.get(t.id))}</li>`)}</ul>`
+          }</div>`
     }${notice(v.notice)}
 <p class="lead">Tokens let your applications call the API. Public tokens (pk) may be used in web pages; secret tokens (sk) belong on your servers.</p>
 ${
@@ -117,14 +122,44 @@ export function newTokenView(v: {
   )
 }
 
-/** A leaked token kept (restricted): the holder is told, and what to do. */
-const leakBanner = (at: string) =>
-  html`<div role="alert" class="error leak"><p><strong>This token was reported leaked</strong> (${time(at)}): it was found where others can see it. Roll it below and give your applications the new string.</p></div>`
+const reporters: Record<string, string> = {
+  github: "by GitHub's secret scanning",
+  admin: "by the operator's scanners",
+  public: 'anonymously',
+}
+
+/**
+ * Who reported a kept token, when, and where they found it (as they say: shown as text, never
+ * a link, since anyone may report).
+ */
+const leakReport = (e: LeakEvidence | undefined) =>
+  e === undefined
+    ? ''
+    : html`reported ${e.via === undefined ? '' : html`${reporters[e.via] ?? e.via} `}${time(e.at)}${e.url === undefined ? '' : html`, found at <code class="leak-url">${e.url}</code>`}${e.source === undefined ? '' : html` (${e.source})`}`
+
+/**
+ * A leaked token kept (a pk reported by anyone, a restricted pk, or any token under
+ * LEAKED_TOKENS=flag): the holder is told where it was found, and what to do.
+ */
+const leakBanner = (e: LeakEvidence, usage: 'pk' | 'sk') =>
+  html`<div role="alert" class="error leak"><p><strong>This token was reported leaked</strong> (${time(e.at)}): it was found where others can see it. Roll it below and give your applications the new string.</p>
+<p>It was ${leakReport(e)}.</p>${
+    usage === 'pk'
+      ? html`
+<p>A public token is made to be seen in web pages, so this may be where you put it: restrict it to your sites with Allowed URLs, or roll it if it should not be there. An anonymous report never revokes a public token.</p>`
+      : ''
+  }</div>`
+
+/** A rolled token in its grace period: the token that replaced it is the one to change. */
+const retiringNotice = (retiresAt: number) =>
+  html`<p role="status" class="notice">This token was rolled: it works until ${time(new Date(retiresAt).toISOString())}, then ends. Roll or change the token that replaced it.</p>`
 
 export function tokenPageView(v: {
   signedIn: SignedIn
-  /** When it was reported leaked and kept (a restricted pk). */
-  leakedAt?: string
+  /** When, where and by whom it was reported leaked, if it was and was kept. */
+  leak?: LeakEvidence
+  /** A rolled token's end (epoch ms): it cannot be rolled again. */
+  retiresAt?: number
   token: TokenView
   scopes: readonly Scope[]
   values: TokenFormValues
@@ -137,7 +172,7 @@ export function tokenPageView(v: {
   const t = v.token
   return layout(
     { title: t.note !== '' ? t.note : t.id, signedIn: v.signedIn, section: 'tokens' },
-    html`${v.leakedAt === undefined ? '' : leakBanner(v.leakedAt)}${notice(v.notice)}${alert(v.error)}
+    html`${v.leak === undefined ? '' : leakBanner(v.leak, t.usage)}${v.retiresAt === undefined ? '' : retiringNotice(v.retiresAt)}${notice(v.notice)}${alert(v.error)}
 <dl class="facts">
   <dt>Id</dt><dd><code>${t.id}</code></dd>
   <dt>Usage</dt><dd>${t.usage === 'pk' ? 'public (pk)' : 'secret (sk)'}${t.default ? ', the default token' : ''}</dd>
@@ -174,7 +209,10 @@ const editable = (v: Parameters<typeof tokenPageView>[0]) => {
   ${fields(v.scopes, v.values)}
   <button type="submit">Save changes</button>
 </form>
-<form method="post" action="/account/tokens/${t.id}/roll" class="card" novalidate>
+${
+  v.retiresAt !== undefined
+    ? ''
+    : html`<form method="post" action="/account/tokens/${t.id}/roll" class="card" novalidate>
   ${csrf(v.signedIn.csrf)}
   <h2>Roll this token</h2>
   <p class="hint">A new token takes its place: a new string, the same note, scopes and allowed URLs. Give your applications the new string; the old one stops working when you choose.</p>
@@ -185,7 +223,8 @@ const editable = (v: Parameters<typeof tokenPageView>[0]) => {
     <option value="24h">in 24 hours</option>
   </select>
   <button type="submit" class="secondary">Roll token</button>
-</form>
+</form>`
+}
 ${
   t.default
     ? html`<p class="hint">The default token cannot be deleted.</p>`

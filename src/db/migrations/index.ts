@@ -9,6 +9,8 @@ import * as factors from './0007-factors.js'
 import * as roll from './0008-roll.js'
 import * as retiringIndex from './0009-retiring-index.js'
 import * as emailProof from './0010-email-proof.js'
+import * as rollLineage from './0011-roll-lineage.js'
+import * as sessionProof from './0012-session-proof.js'
 
 /** Registered explicitly (no globbing) so that they survive bundling. Append only. */
 const migrations: Record<string, Migration> = {
@@ -22,6 +24,8 @@ const migrations: Record<string, Migration> = {
   '0008-roll': roll,
   '0009-retiring-index': retiringIndex,
   '0010-email-proof': emailProof,
+  '0011-roll-lineage': rollLineage,
+  '0012-session-proof': sessionProof,
 }
 
 export const migrationProvider: MigrationProvider = {

@@ -22,9 +22,17 @@ export function healthRoutes(app: FastifyInstance, ctx: AppContext) {
   const databaseProblem = () => {
     const now = Date.now()
     if (probe === undefined || now - probe.at >= probeMs) {
+      // Anyone may probe: the answer says what is wrong, the log says where (an address, a
+      // user name or a host in the driver's message is nobody else's business).
       const answer = sql`select 1`.execute(ctx.db).then(
         () => undefined,
-        (err: Error) => `the database does not answer: ${err.message.split('\n')[0]}`,
+        (err: Error) => {
+          ctx.log.warn(
+            { err: err.message.split('\n')[0] },
+            'readiness: the database does not answer',
+          )
+          return 'the database does not answer'
+        },
       )
       probe = { at: now, answer }
     }

@@ -100,8 +100,11 @@ export function leakRoutes(app: FastifyInstance, ctx: AppContext) {
           summary: 'Report leaked tokens (anyone)',
           description:
             'In the shape of GitHub\'s credential revocation API: `{"credentials": [...]}`, at ' +
-            'most 1,000 token strings. Always 202 whatever the tokens are (it tells nothing of ' +
-            'them); live ones are revoked or flagged. Rate limited per client address.',
+            'most 1,000 token strings, with where they were found (`url`, optional) and by what ' +
+            '(`source`, optional). Always 202 whatever the tokens are (it tells nothing of ' +
+            'them). A live sk is revoked (or flagged, by LEAKED_TOKENS); a live pk is only ' +
+            'flagged, whatever LEAKED_TOKENS says: a pk is public by design, and nobody vouches ' +
+            'for an anonymous report. Rate limited per client address.',
           tags,
           response: { 202: Type.Null(), 422: ErrorBody, 429: ErrorBody },
         },
@@ -110,6 +113,8 @@ export function leakRoutes(app: FastifyInstance, ctx: AppContext) {
         await rateLimit(ctx, reply, `leak:${request.ip}`)
         const body = parse(typeof request.body === 'string' ? request.body : '') as {
           credentials?: unknown
+          url?: unknown
+          source?: unknown
         }
         const credentials = body?.credentials
         if (!Array.isArray(credentials) || credentials.length > maxLeakReports) {
@@ -119,8 +124,10 @@ export function leakRoutes(app: FastifyInstance, ctx: AppContext) {
           )
         }
         const actor = actorOf(request, { type: 'anonymous' })
+        // Where it was found, as the reporter says (clipped; shown to the holder as text).
+        const { url, source } = body
         await ctx.leaks.report(
-          credentials.map((token) => ({ token })),
+          credentials.map((token) => ({ token, url, source })),
           'public',
           actor,
         )
