@@ -1,4 +1,6 @@
 import type { FastifyInstance } from 'fastify'
+import { cliActor } from '../../src/audit/events.js'
+import type { AppContext } from '../../src/context.js'
 
 export const origin = 'https://tessera.test'
 
@@ -88,3 +90,18 @@ export const alertOf = (body: string) =>
   /<div role="alert"[^>]*>\s*<p><strong>([^<]*)<\/strong>/.exec(body)?.[1]
 
 export const titleOf = (body: string) => /<h1>([^<]*)<\/h1>/.exec(body)?.[1]
+
+/** The holder of `username`, their password set by a setup link, signed in on the tokens page. */
+export async function signedInHolder(
+  app: FastifyInstance,
+  ctx: AppContext,
+  username: string,
+  password: string,
+): Promise<DashboardClient> {
+  const b = new DashboardClient(app)
+  const link = await ctx.holders.invite(username, cliActor)
+  const set = await b.post(`/account/setup/${link}`, { password, confirm: password })
+  if (set.status !== 303) throw new Error(`setting ${username}'s password answered ${set.status}`)
+  await b.get('/account')
+  return b
+}

@@ -8,6 +8,17 @@ import type { Database } from '../../src/db/schema.js'
 import { type Harness, harness } from '../helpers.js'
 
 let h: Harness
+/** A log destination that keeps every line written to it. */
+const capture = () => {
+  const lines: string[] = []
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(String(chunk))
+      done()
+    },
+  })
+  return { lines, sink }
+}
 beforeAll(async () => {
   h = await harness()
 })
@@ -62,13 +73,7 @@ describe('behind TRUST_PROXY=1', () => {
 
 describe('at LOG_LEVEL=info', () => {
   it('probes write no log line; API requests do', async () => {
-    const lines: string[] = []
-    const sink = new Writable({
-      write(chunk, _encoding, done) {
-        lines.push(String(chunk))
-        done()
-      },
-    })
+    const { lines, sink } = capture()
     const app = buildApp(h.ctx, { logger: pino({ level: 'info' }, sink) })
     await app.ready()
     try {
@@ -85,13 +90,7 @@ describe('at LOG_LEVEL=info', () => {
 
 describe('a database that does not answer', () => {
   it('readyz says so without its address; the address goes to the log', async () => {
-    const lines: string[] = []
-    const sink = new Writable({
-      write(chunk, _encoding, done) {
-        lines.push(String(chunk))
-        done()
-      },
-    })
+    const { lines, sink } = capture()
     // A PostgreSQL pool on a port nothing listens on: the driver's message names the address.
     const unreachable = new Kysely<Database>({
       dialect: new PostgresDialect({

@@ -5,7 +5,7 @@ import { randomAlnum } from '../../src/tokens/ids.js'
 import { dialect } from '../dialect.js'
 import { type Harness, harness } from '../helpers.js'
 import { admin, adminEnv } from './admin-client.js'
-import { alertOf, DashboardClient, titleOf } from './dashboard-client.js'
+import { alertOf, DashboardClient, signedInHolder, titleOf } from './dashboard-client.js'
 
 const password = 'correct horse battery staple'
 const mallorys = 'mallory knows this one'
@@ -21,15 +21,7 @@ describe('people: an owner of one account cannot take a seat in another', () => 
   let h: Harness
   let mallory: DashboardClient
 
-  /** A holder's password by setup link, then a signed-in browser. */
-  const holder = async (username: string) => {
-    const b = new DashboardClient(h.app)
-    const link = await h.ctx.holders.invite(username, cliActor)
-    const set = await b.post(`/account/setup/${link}`, { password, confirm: password })
-    expect(set.status).toBe(303)
-    await b.get('/account')
-    return b
-  }
+  const holder = (username: string) => signedInHolder(h.app, h.ctx, username, password)
 
   /** Mallory invites `email` to her own account and accepts it herself as `login`. */
   const squat = async (email: string, login: string) => {
@@ -309,15 +301,7 @@ describe('sign-in methods change only with a recent proof; policies hold however
   let h: Harness
   const minute = 60_000
 
-  const holder = async (username: string) => {
-    const b = new DashboardClient(h.app)
-    const link = await h.ctx.holders.invite(username, cliActor)
-    expect((await b.post(`/account/setup/${link}`, { password, confirm: password })).status).toBe(
-      303,
-    )
-    await b.get('/account')
-    return b
-  }
+  const holder = (username: string) => signedInHolder(h.app, h.ctx, username, password)
   const enrolTotp = async (b: DashboardClient) => {
     const page = await b.get('/account/settings/totp')
     expect(page.status).toBe(200)

@@ -19,6 +19,8 @@ import {
 } from '../schemas.js'
 
 const authErrors = errorResponses(401, 404, 422, 429)
+/** Changes of a token: a retiring string cannot change its successors (403). */
+const changeErrors = errorResponses(401, 403, 404, 422, 429)
 
 /** The guard has run: an authenticated route always has both. */
 const caller = (request: FastifyRequest) => ({
@@ -109,7 +111,7 @@ export function tokenRoutes(app: FastifyInstance, ctx: AppContext) {
         summary: 'Update a token',
         params: TokenIdParams,
         body: UpdateBody,
-        response: { 200: TokenObject, ...authErrors },
+        response: { 200: TokenObject, ...changeErrors },
       },
     },
     async (request) => {
@@ -136,9 +138,10 @@ export function tokenRoutes(app: FastifyInstance, ctx: AppContext) {
           'and string, the same note, scopes, allowed URLs and default flag, created now. The ' +
           'old string keeps working until `expires` of the optional body `{"expires": ' +
           '"<ISO 8601>"}`: now when absent, at most 24 hours ahead. The caller must hold every ' +
-          'scope of the token; a temporary token cannot roll one.',
+          'scope of the token; a temporary token cannot roll one. A token rolled already (still ' +
+          'working until its end) cannot be rolled again: 409.',
         params: TokenIdParams,
-        response: { 200: TokenObject, ...authErrors },
+        response: { 200: TokenObject, ...changeErrors, ...errorResponses(409) },
       },
     },
     async (request) => {
@@ -163,7 +166,7 @@ export function tokenRoutes(app: FastifyInstance, ctx: AppContext) {
       schema: {
         summary: 'Delete a token',
         params: TokenIdParams,
-        response: { 204: Type.Null(), ...authErrors },
+        response: { 204: Type.Null(), ...changeErrors },
       },
     },
     async (request, reply) => {
