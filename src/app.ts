@@ -7,7 +7,7 @@ import type {
 } from 'fastify'
 import Fastify from 'fastify'
 import type { Logger } from 'pino'
-import { configuredOrigin } from './config.js'
+import { type Config, configuredOrigin } from './config.js'
 import type { AppContext } from './context.js'
 import { dashboard } from './dashboard/plugin.js'
 import { isUnavailable } from './db/database.js'
@@ -20,6 +20,7 @@ import { guard, rateLimitHeaders } from './http/guard.js'
 import { closeSilentConnections, fastifyLimits, limits, nodeServerOptions } from './http/limits.js'
 import { openapi } from './http/openapi.js'
 import { OverloadDetector } from './http/overload.js'
+import { redactSecretRoutes } from './http/redact.js'
 import { healthRoutes, probePaths } from './http/routes/health.js'
 import { leakRoutes } from './http/routes/leaks.js'
 import { retrieveRoute } from './http/routes/retrieve.js'
@@ -115,6 +116,14 @@ export interface AppOptions {
   https?: { cert: Buffer; key: Buffer }
 }
 
+/**
+ * Fastify's `trustProxy` for TRUST_PROXY: the last `n` hops (a function: Fastify's own number
+ * form trusts no hop), or the proxies' addresses; never `true`, which would take the first
+ * X-Forwarded-For entry, the one the client wrote, for the client's address.
+ */
+const fastifyTrust = (proxy: Config['http']['proxy']) =>
+  typeof proxy === 'number' ? (_address: string, hop: number) => hop < proxy : (proxy ?? false)
+
 export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInstance {
   const { http } = ctx.config
   const log = options.logger
@@ -130,7 +139,7 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
       ? { https: { ...nodeServerOptions, ...options.https } }
       : { http: nodeServerOptions }),
     ...fastifyLimits,
-    trustProxy: http.trustProxy,
+    trustProxy: fastifyTrust(http.proxy),
     // Request ids name a request in the log and the audit log: unique across restarts and
     // instances, or the caller's own `X-Request-Id` when it is a plain token of at most 64.
     requestIdHeader: false,
@@ -149,6 +158,8 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
         .send(notFound.toJSON())
     },
   }) as unknown as FastifyInstance
+  // Before any route: a route with a `:secret` parameter is redacted from every log line.
+  redactSecretRoutes(app)
 
   app.server.maxHeadersCount = limits.maxHeaders
   closeSilentConnections(app.server)

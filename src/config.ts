@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs'
+import { isIP } from 'node:net'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseEnv } from 'node:util'
@@ -95,7 +96,17 @@ export interface Config {
   http: {
     host: string
     port: number
+    /**
+     * Behind a TLS-terminating proxy (TRUST_PROXY): plain HTTP, and only requests forwarded with
+     * `X-Forwarded-Proto: https` are served.
+     */
     trustProxy: boolean
+    /**
+     * Which X-Forwarded-For entries the proxies wrote, when behind one: the last `n` (a hop
+     * count), or those written by the proxies at these addresses (CIDR ranges, or proxy-addr's
+     * `loopback`, `linklocal`, `uniquelocal`). The client's address is the entry just before.
+     */
+    proxy?: number | string[]
     /** Origin written into Link headers; undefined means https://HOST:<listening port>. */
     publicUrl?: string
     tls?: { cert: string; key: string }
@@ -183,6 +194,50 @@ function flag(name: string, value: string | undefined) {
   throw new ConfigError(`${name} must be 1 or 0, got "${value}"`)
 }
 
+/** Names proxy-addr (Fastify's trustProxy) gives to address ranges. */
+const proxyRangeNames = ['loopback', 'linklocal', 'uniquelocal']
+const trustProxyForms =
+  'a number of proxies (0, 1, 2, ...) or their addresses (CIDR ranges, loopback, linklocal, uniquelocal)'
+
+/** An address, or a CIDR range of at least one bit (`0.0.0.0/0` would trust every client). */
+function proxyRange(entry: string) {
+  if (proxyRangeNames.includes(entry)) return true
+  const [address = '', prefix, ...rest] = entry.split('/')
+  const family = isIP(address)
+  if (rest.length > 0 || family === 0) return false
+  if (prefix === undefined) return true
+  const bits = Number(prefix)
+  return /^\d{1,3}$/.test(prefix) && bits >= 1 && bits <= (family === 4 ? 32 : 128)
+}
+
+/**
+ * TRUST_PROXY: unset, `0` or `false` is no proxy; `1` or `true` one proxy (the client address
+ * is the last X-Forwarded-For entry, the one the proxy appended), `n` that many in a row;
+ * otherwise the proxies' addresses, comma-separated. Never "trust every hop": the first entry
+ * of X-Forwarded-For is whatever the client wrote.
+ */
+function trustProxy(value: string | undefined): number | string[] | undefined {
+  if (value === undefined || value === '0' || value === 'false') return undefined
+  if (value === 'true') return 1
+  if (/^\d+$/.test(value)) {
+    const hops = Number(value)
+    if (hops > 16) throw new ConfigError(`TRUST_PROXY must be at most 16 proxies, got "${value}"`)
+    return hops === 0 ? undefined : hops
+  }
+  const ranges = value
+    .split(',')
+    .map((r) => r.trim())
+    .filter((r) => r !== '')
+  const bad = ranges.find((range) => !proxyRange(range))
+  if (ranges.length === 0 || (bad !== undefined && ranges.length === 1)) {
+    throw new ConfigError(`TRUST_PROXY must be ${trustProxyForms}, got "${value}"`)
+  }
+  if (bad !== undefined) {
+    throw new ConfigError(`TRUST_PROXY: not an address, a CIDR range or a range name: "${bad}"`)
+  }
+  return ranges
+}
+
 const here = path.dirname(fileURLToPath(import.meta.url))
 /** The package root, whether running from src/ (tests) or dist/src/ (build). */
 export const packageRoot = path.resolve(
@@ -244,9 +299,7 @@ export function toConfig(env: Env): Config {
   if ((env.TLS_CERT === undefined) !== (env.TLS_KEY === undefined)) {
     throw new ConfigError('TLS_CERT and TLS_KEY must be given together')
   }
-  if (env.TRUST_PROXY !== undefined && !['0', '1', 'true', 'false'].includes(env.TRUST_PROXY)) {
-    throw new ConfigError(`TRUST_PROXY must be 1 or 0, got "${env.TRUST_PROXY}"`)
-  }
+  const proxy = trustProxy(env.TRUST_PROXY)
   let publicUrl: string | undefined
   if (env.PUBLIC_URL !== undefined) {
     let url: URL
@@ -304,7 +357,8 @@ export function toConfig(env: Env): Config {
     http: {
       host,
       port,
-      trustProxy: env.TRUST_PROXY === '1' || env.TRUST_PROXY === 'true',
+      trustProxy: proxy !== undefined,
+      proxy,
       publicUrl,
       tls: env.TLS_CERT && env.TLS_KEY ? { cert: env.TLS_CERT, key: env.TLS_KEY } : undefined,
     },

@@ -138,7 +138,15 @@ export async function serve(config: Config): Promise<void> {
       say(`  self-signed; let clients trust it with NODE_EXTRA_CA_CERTS=${running.certFile}`)
     }
   } else {
-    say('TRUST_PROXY=1: plain HTTP behind a TLS-terminating proxy (X-Forwarded-Proto: https)')
+    const { proxy } = config.http
+    const client =
+      proxy === 1
+        ? 'the last X-Forwarded-For entry (one proxy)'
+        : typeof proxy === 'number'
+          ? `the X-Forwarded-For entry ${proxy} from the end (${proxy} proxies)`
+          : `the last X-Forwarded-For entry not from ${proxy?.join(', ')}`
+    say('TRUST_PROXY: plain HTTP behind a TLS-terminating proxy (X-Forwarded-Proto: https)')
+    say(`  client address: ${client}`)
   }
   say(`Data: ${config.db.kind === 'sqlite' ? config.db.file : 'PostgreSQL (DATABASE_URL)'}`)
   if (running.metricsUrl) say(`Prometheus metrics: ${running.metricsUrl}`)

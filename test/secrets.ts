@@ -34,8 +34,32 @@ export const tokenSpellings = (token: string) => [
   `access%5Ftoken=${token}&access_token=nothing`,
 ]
 
-/** The forms a secret could be written in: as given, and its signature part for a token. */
+/**
+ * Spellings of `<prefix><secret>` (a prefix such as `/account/portal/`) that the router takes
+ * for the same route: the secret percent-encoded, a letter of the path encoded, doubled
+ * slashes and a trailing one, a query or a fragment after it.
+ */
+export function pathSpellings(prefix: string, secret: string): string[] {
+  const last = prefix.lastIndexOf('/', prefix.length - 2) + 1
+  const letter = `${prefix.slice(0, last)}${percentEncoded(prefix.charAt(last), false)}${prefix.slice(last + 1)}`
+  return [
+    `${prefix}${secret}`,
+    `${prefix}${percentEncoded(secret)}`,
+    `${prefix}${percentEncoded(secret, false)}`,
+    `${letter}${secret}`,
+    `${prefix.replaceAll('/', '//')}${secret}/`,
+    `${prefix}${secret}?x=1`,
+    `${prefix}${secret}#x`,
+  ]
+}
+
+/**
+ * The forms a secret could be written in: as given, its signature part for a token, and with
+ * `+` for each space (a password in a form body).
+ */
 export function spellingsOfSecret(secret: string): string[] {
   const parts = secret.split('.')
-  return parts.length === 3 && parts[2] !== undefined ? [secret, parts[2]] : [secret]
+  const forms = parts.length === 3 && parts[2] !== undefined ? [secret, parts[2]] : [secret]
+  if (secret.includes(' ')) forms.push(secret.replaceAll(' ', '+'))
+  return forms
 }

@@ -8,7 +8,6 @@ import { clientId, clientSecret, freePort, startProvider, type TestProvider } fr
 import { browserAvailable, launchBrowser } from './browser.js'
 import {
   bodyText,
-  button,
   click,
   createAccount,
   field,

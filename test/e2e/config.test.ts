@@ -146,7 +146,12 @@ const cases: Case[] = [
   {
     what: 'TRUST_PROXY',
     env: () => ({ TRUST_PROXY: 'maybe' }),
-    line: /^TRUST_PROXY must be 1 or 0, got "maybe"$/,
+    line: /^TRUST_PROXY must be a number of proxies \(0, 1, 2, \.\.\.\) or their addresses \(CIDR ranges, loopback, linklocal, uniquelocal\), got "maybe"$/,
+  },
+  {
+    what: 'TRUST_PROXY with a bad range',
+    env: () => ({ TRUST_PROXY: '10.0.0.0/8,proxy.internal' }),
+    line: /^TRUST_PROXY: not an address, a CIDR range or a range name: "proxy\.internal"$/,
   },
   {
     what: 'PUBLIC_URL not a URL',

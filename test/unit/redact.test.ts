@@ -1,7 +1,20 @@
 import fc from 'fast-check'
-import { describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { parseQuery } from '../../src/app.js'
-import { redactText, redactUrl } from '../../src/http/redact.js'
+import { learnRoute, learntRoutes, redactText, redactUrl } from '../../src/http/redact.js'
+import { pathSpellings, percentEncoded, readable } from '../secrets.js'
+
+// The routes of the dashboard with a secret, as the app declares them (see the route table's
+// own walk in test/http/logging.security.test.ts), and one with parameters before its secret.
+const secretRoutes = [
+  '/account/setup/:secret',
+  '/account/portal/:secret',
+  '/account/invitations/:secret',
+  '/admin/v1/accounts/:username/links/:secret/use',
+]
+beforeAll(() => {
+  for (const route of secretRoutes) expect(learnRoute(route)).toBe(true)
+})
 
 const token = 'sk.eyJ1IjoiYWxpY2UiLCJhIjoiYzEyMyJ9.AbCdEfGhIjKlMnOpQrStUv'
 const hex = (c: string, upper: boolean) => {
@@ -57,9 +70,15 @@ describe('redactUrl', () => {
   it('leaves everything else as it was', () => {
     for (const url of [
       '/tokens/v2/alice?limit=1&sortby=created',
-      '/tokens/v2/alice/cabc?access_tokens=x&token=y&access_token',
+      '/tokens/v2/alice/cabc?usage=pk&access_token',
       '/account/tokens/cabc',
       '/account/setup/',
+      '/account/portal/',
+      '/account/invitations',
+      '/account/members/invitations/0123456789abcdef/revoke',
+      '/account/sign-in?next=%2Faccount%2Fscopes',
+      '/admin/v1/accounts/alice/links',
+      '/admin/v1/events?after=0001',
       '/healthz',
       '',
     ]) {
@@ -123,6 +142,87 @@ describe('redactUrl', () => {
   })
 })
 
+describe('the rule built from the route table', () => {
+  const secret = 'Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0LXo_'
+
+  it('learns a route by its :secret parameter, and no other', () => {
+    for (const route of [
+      '/account/tokens/:id',
+      '/account/assets/:name',
+      '/account/secret',
+      '/x/:secretive',
+      '/x/:link',
+      '/admin/v1/webhooks/:id/secret',
+    ]) {
+      expect(learnRoute(route), route).toBe(false)
+    }
+    expect(learntRoutes()).toEqual(expect.arrayContaining([...secretRoutes, '/x/:link']))
+    expect(redactUrl(`/x/${secret}`)).toBe(`/x/${secret}`)
+  })
+
+  it('hides the secret of every learnt route, under every spelling the router takes', () => {
+    for (const prefix of ['/account/setup/', '/account/portal/', '/account/invitations/']) {
+      for (const url of pathSpellings(prefix, secret)) {
+        const redacted = redactUrl(url)
+        expect(readable(redacted), url).not.toContain(secret)
+        expect(redacted, url).toMatch(/\/\[redacted\](\?x=1|#x)?$/)
+      }
+      // What follows the secret goes too: the route may be misspelt, the secret is still one.
+      expect(redactUrl(`${prefix}${secret}/more?x=1`)).toBe(`${prefix}[redacted]?x=1`)
+      expect(redactUrl(`${prefix.toUpperCase()}${secret}`)).toBe(
+        `${prefix.toUpperCase()}[redacted]`,
+      )
+      expect(redactUrl(`https://tessera.test${prefix}${secret}`)).toBe(
+        `https://tessera.test${prefix}[redacted]`,
+      )
+    }
+    // Parameters before the secret are anything but a slash.
+    expect(redactUrl(`/admin/v1/accounts/alice/links/${secret}/use`)).toBe(
+      '/admin/v1/accounts/alice/links/[redacted]',
+    )
+    expect(redactUrl(`/admin/v1/accounts/alice/links`)).toBe('/admin/v1/accounts/alice/links')
+  })
+
+  it('hides the code and state of the single sign-on callback, and a secret path as a value', () => {
+    expect(redactUrl(`/account/sso/callback?code=${secret}&state=${secret}&iss=x`)).toBe(
+      '/account/sso/callback?code=[redacted]&state=[redacted]&iss=x',
+    )
+    expect(redactUrl(`/account/sso/callback?%63ode=${secret}&STATE=${secret}`)).toBe(
+      '/account/sso/callback?%63ode=[redacted]&STATE=[redacted]',
+    )
+    for (const name of ['token', 'id_token', 'client_secret', 'password', 'api_key']) {
+      expect(redactUrl(`/x?${name}=${secret}`)).toBe(`/x?${name}=[redacted]`)
+    }
+    expect(redactUrl(`/account/sign-in?next=%2Faccount%2Fportal%2F${secret}`)).toBe(
+      '/account/sign-in?next=[redacted]',
+    )
+    expect(redactUrl(`/account/sign-in?next=/account//invitations/${secret}&x=1`)).toBe(
+      '/account/sign-in?next=[redacted]&x=1',
+    )
+  })
+
+  it("hides a learnt route's secret however its path is encoded (property)", () => {
+    const secretChar = fc.constantFrom(
+      ...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_',
+    )
+    fc.assert(
+      fc.property(
+        fc.constantFrom('/account/setup/', '/account/portal/', '/account/invitations/'),
+        fc.string({ unit: secretChar, minLength: 43, maxLength: 43 }),
+        fc.array(fc.boolean(), { minLength: 80, maxLength: 80 }),
+        fc.integer({ min: 1, max: 3 }),
+        (prefix, value, encode, slashes) => {
+          const path = `${prefix.replaceAll('/', '/'.repeat(slashes))}${value}`
+          const spelt = [...path]
+            .map((c, i) => (encode[i % encode.length] && c !== '/' ? percentEncoded(c) : c))
+            .join('')
+          return !readable(redactUrl(spelt)).includes(value)
+        },
+      ),
+    )
+  })
+})
+
 describe('redactText', () => {
   it('redacts each request target in free text, as Fastify writes them into messages', () => {
     expect(
@@ -134,6 +234,9 @@ describe('redactText', () => {
     )
     expect(redactText('Route GET:/account/setup/abcdef not found')).toBe(
       'Route GET:/account/setup/[redacted] not found',
+    )
+    expect(redactText(`Route POST:/account/portal/${'p'.repeat(43)} not found`)).toBe(
+      'Route POST:/account/portal/[redacted] not found',
     )
     expect(redactText('incoming request')).toBe('incoming request')
   })

@@ -138,8 +138,8 @@ export function memberPages(app: FastifyInstance, { ctx }: DashboardDeps) {
   const linkUnknown = (reply: FastifyReply) =>
     sendPage(reply, messageView('Page not found', ['This invitation link is not valid.']), 404)
 
-  app.get('/invitations/:link', signedOut, async (request, reply) => {
-    const { link } = request.params as { link: string }
+  app.get('/invitations/:secret', signedOut, async (request, reply) => {
+    const { secret: link } = request.params as { secret: string }
     if (!secretPattern.test(link)) return linkUnknown(reply)
     const found = await members.invitation(link)
     if (found.state === 'unknown') return linkUnknown(reply)
@@ -155,8 +155,8 @@ export function memberPages(app: FastifyInstance, { ctx }: DashboardDeps) {
     return sendPage(reply, view)
   })
 
-  app.post('/invitations/:link', signedOut, async (request, reply) => {
-    const { link } = request.params as { link: string }
+  app.post('/invitations/:secret', signedOut, async (request, reply) => {
+    const { secret: link } = request.params as { secret: string }
     if (!secretPattern.test(link)) return linkUnknown(reply)
     const f = form(request)
     const session = await signedInPerson(request)
