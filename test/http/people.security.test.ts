@@ -431,6 +431,25 @@ describe('sign-in methods change only with a recent proof; policies hold however
     expect(refused.status).toBe(403)
   })
 
+  it('a member held on enrolment by a policy can still confirm, then enrol, after 10 minutes', async () => {
+    const alice = await holder('alice')
+    expect((await alice.post('/account/members/policy', { require2fa: 'on' })).status).toBe(303)
+    h.clock.now += 10 * minute
+    const held = await alice.get('/account')
+    expect(held.location).toBe('/account/settings/totp')
+    expect((await alice.get('/account/settings/totp')).location).toBe(
+      confirmAt('/account/settings/totp'),
+    )
+    expect((await alice.get(confirmAt('/account/settings/totp'))).status).toBe(200)
+    const confirmed = await alice.post('/account/settings/confirm', {
+      next: '/account/settings/totp',
+      password,
+    })
+    expect(confirmed.location).toBe('/account/settings/totp')
+    await enrolTotp(alice)
+    expect((await alice.get('/account')).status).toBe(200)
+  })
+
   it('a setup link sets the password, then asks for the second factor its holder has', async () => {
     const b = await holder('alice')
     const secret = await enrolTotp(b)

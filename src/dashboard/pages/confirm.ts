@@ -5,6 +5,9 @@ import { safeNext } from '../session.js'
 import type { ThrottleKey } from '../throttle.js'
 import { confirmView } from '../views/confirm.js'
 
+/** A person held on enrolment by a policy must be able to confirm, or enrolment is closed. */
+const enrolment = { config: { enrolment: true } }
+
 /**
  * "Confirm it's you" (as GitHub's sudo mode): the password or a code again, counted in the
  * sign-in throttle, before a sign-in method is added or removed. People without either sign in
@@ -31,12 +34,12 @@ export function confirmPages(app: FastifyInstance, { ctx, throttle, sso }: Dashb
     })
   }
 
-  app.get('/settings/confirm', async (request, reply) => {
+  app.get('/settings/confirm', enrolment, async (request, reply) => {
     const next = safeNext((request.query as { next?: string }).next)
     return sendPage(reply, await view(request, next))
   })
 
-  app.post('/settings/confirm', async (request, reply) => {
+  app.post('/settings/confirm', enrolment, async (request, reply) => {
     const { session, account, actor } = holderOf(request)
     const f = form(request)
     const next = safeNext(f.get('next'))
