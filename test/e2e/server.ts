@@ -28,6 +28,9 @@ export async function startServer(extraEnv: Record<string, string> = {}): Promis
     DATA_DIR: dataDir,
     PORT: '0',
     HOST: '127.0.0.1',
+    // Other test files run beside this server and keep the CPU busy: a late event loop is not
+    // overload here (shedding has tests of its own, which set SHED_DELAY_MS).
+    SHED_DELAY_MS: '0',
     ...storage?.env,
     ...extraEnv,
   }
