@@ -74,7 +74,7 @@ report="$work/vitest-report.json"
 # - test/browser: the pages whose server side leans on the runtime: passkeys (WebAuthn crypto),
 #   two-step (TOTP), single sign-on (openid-client: fetch and JOSE), and the whole journey.
 # - The verifier package: it runs inside platforms' own processes, on their Node.
-npx vitest run --project sqlite test/http \
+npx vitest run --project sqlite --project browser test/http \
   $(find test/e2e -name '*.test.ts' ! -name config.test.ts ! -name pack.test.ts | sort) \
   test/browser/passkeys.test.ts test/browser/two-step.test.ts test/browser/sso.test.ts \
   test/browser/journey.test.ts packages/verifier/test \
