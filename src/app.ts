@@ -28,8 +28,8 @@ import { scopeRoutes } from './http/routes/scopes.js'
 import { tokenRoutes } from './http/routes/tokens.js'
 import { leakTag, tokenApiTag } from './http/schemas.js'
 import { parseBody, validatorCompiler } from './http/validation.js'
+import { randomAlnum } from './ids.js'
 import { metricsHooks } from './metrics/http.js'
-import { randomAlnum } from './tokens/ids.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

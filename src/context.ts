@@ -1,10 +1,6 @@
 import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs'
 import { type Logger, pino } from 'pino'
 import { AccountDirectory } from './accounts/directory.js'
-import { FactorService } from './accounts/factors.js'
-import { HolderService } from './accounts/holders.js'
-import { PasskeyService } from './accounts/passkeys.js'
-import { MemberService } from './accounts/people.js'
 import { AccountService } from './accounts/service.js'
 import { AdminKeys } from './admin/keys.js'
 import { AuditLog } from './audit/log.js'
@@ -16,13 +12,17 @@ import { outboxRepo } from './db/outbox.js'
 import { webhookRepo } from './db/webhooks.js'
 import { EventFeed } from './events/feed.js'
 import { Metrics } from './metrics/metrics.js'
+import { FactorService } from './people/factors.js'
+import { MemberService } from './people/members.js'
+import { PasskeyService } from './people/passkeys.js'
+import { SessionService } from './people/sessions.js'
 import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js'
 import { RedisRateLimiter } from './ratelimit/redis.js'
 import { ScopeCatalog } from './scopes/catalog.js'
+import { isoTime } from './time.js'
 import { TokenCache } from './tokens/cache.js'
 import { Keyring } from './tokens/keyring.js'
 import { LeakService, readLeakKeys } from './tokens/leaks.js'
-import { isoTime } from './tokens/rules.js'
 import { TokenService } from './tokens/service.js'
 import { UsageCounter } from './tokens/usage.js'
 import { WebhookDispatcher } from './webhooks/dispatcher.js'
@@ -45,7 +45,7 @@ export interface AppContext {
   tokens: TokenService
   accounts: AccountService
   /** Account holders of the dashboard: passwords, setup links, sessions. */
-  holders: HolderService
+  holders: SessionService
   /** The people of accounts: members, roles, invitations, portal links, single sign-on. */
   members: MemberService
   /** Second factors (authenticator apps, passkeys), recovery codes, the 2FA policy. */
@@ -204,7 +204,7 @@ export async function createContext(
     usage,
   })
   const accounts = new AccountService(db, catalog, tokens)
-  const holders = new HolderService(db, accounts, tokens.now)
+  const holders = new SessionService(db, accounts, tokens.now)
   const members = new MemberService(db, accounts, tokens.now, config.dashboard.portalReturnOrigins)
   const leaks = new LeakService(db, tokens, accounts, config.leaks.policy, leakKeys)
   const factors = new FactorService(db, keyring, tokens.now, config.dashboard.require2fa)

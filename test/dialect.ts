@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { randomAlnum } from '../src/tokens/ids.js'
+import { randomAlnum } from '../src/ids.js'
 
 /**
  * The storage dialect a test run uses: `TEST_DIALECT=postgres` (with TEST_DATABASE_URL) or the

@@ -10,9 +10,9 @@ import {
   tokensRepo,
 } from '../db/repositories.js'
 import type { ScopeCatalog } from '../scopes/catalog.js'
+import { isoTime } from '../time.js'
 import type { TokenView } from '../tokens/document.js'
 import type { Principal } from '../tokens/principal.js'
-import { isoTime } from '../tokens/rules.js'
 import type { TokenService } from '../tokens/service.js'
 import { usernamePattern } from './directory.js'
 

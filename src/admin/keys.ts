@@ -12,8 +12,8 @@ import {
 } from 'node:fs'
 import path from 'node:path'
 import { ConfigError, systemReason } from '../config.js'
-import { randomAlnum } from '../tokens/ids.js'
-import { isoTime } from '../tokens/rules.js'
+import { randomAlnum } from '../ids.js'
+import { isoTime } from '../time.js'
 
 /** An operator key as stored: never its secret, only the SHA-256 of the whole key string. */
 export interface AdminKey {

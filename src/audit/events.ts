@@ -1,5 +1,5 @@
-import { randomBase32 } from '../tokens/ids.js'
-import { isoTime } from '../tokens/rules.js'
+import { randomBase32 } from '../ids.js'
+import { isoTime } from '../time.js'
 
 /**
  * Who made a change, and from where. Services take one with every change and write it into the

@@ -1,5 +1,5 @@
 import { fail } from '../errors.js'
-import { isoTime, parseTimestamp } from '../tokens/rules.js'
+import { isoTime, parseTimestamp } from '../time.js'
 import { type AuditAction, auditActions } from './events.js'
 import type { AuditFilter } from './log.js'
 

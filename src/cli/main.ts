@@ -1,5 +1,4 @@
 import { parseArgs } from 'node:util'
-import { MemberError } from '../accounts/people.js'
 import { AccountError } from '../accounts/service.js'
 import { newAdminKey } from '../admin/keys.js'
 import { type AuditAction, type AuditTarget, auditEvent, cliActor } from '../audit/events.js'
@@ -9,6 +8,7 @@ import { type AppContext, createContext } from '../context.js'
 import { auditRepo } from '../db/audit.js'
 import { ApiError } from '../errors.js'
 import { describeFailure } from '../failure.js'
+import { MemberError } from '../people/members.js'
 import { serve } from '../server.js'
 import { formatSigningKeys, Keyring, newSigningKey, parseSigningKeys } from '../tokens/keyring.js'
 

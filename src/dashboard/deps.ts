@@ -1,5 +1,5 @@
 import type { AppContext } from '../context.js'
-import type { SingleSignOn } from './sso.js'
+import type { SingleSignOn } from '../people/oidc.js'
 import type { SignInThrottle } from './throttle.js'
 
 /** What every page module is given by the plugin. */

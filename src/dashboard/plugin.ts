@@ -1,8 +1,9 @@
 import type { FastifyError, FastifyInstance } from 'fastify'
-import { decoyHash } from '../accounts/passwords.js'
-import { allows } from '../accounts/people.js'
 import type { AppContext } from '../context.js'
 import { ApiError } from '../errors.js'
+import { allows } from '../people/members.js'
+import { SingleSignOn } from '../people/oidc.js'
+import { decoyHash } from '../people/passwords.js'
 import { assets } from './assets.js'
 import { accountPages } from './pages/account.js'
 import { activityPages } from './pages/activity.js'
@@ -27,7 +28,6 @@ import {
   sessionId,
   signInPath,
 } from './session.js'
-import { SingleSignOn } from './sso.js'
 import { SignInThrottle } from './throttle.js'
 import { messageView } from './views/auth.js'
 

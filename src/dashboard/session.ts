@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { Session } from '../accounts/holders.js'
-import { sessionLifetimeMs } from '../accounts/holders.js'
+import type { Session } from '../people/sessions.js'
+import { sessionLifetimeMs } from '../people/sessions.js'
 
 /** The dashboard's security rules (DASHBOARD.md section 5): cookie, origin, CSRF, redirects. */
 

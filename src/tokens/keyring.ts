@@ -13,7 +13,7 @@ import {
 } from 'node:fs'
 import path from 'node:path'
 import { ConfigError } from '../config.js'
-import { randomAlnum } from './ids.js'
+import { randomAlnum } from '../ids.js'
 
 export interface SigningKey {
   id: string

@@ -6,7 +6,7 @@ import { auditRepo } from '../db/audit.js'
 import type { Db } from '../db/database.js'
 import { type AccountRecord, type LeakEvidence, tokensRepo } from '../db/repositories.js'
 import { ApiError } from '../errors.js'
-import { isoTime } from './rules.js'
+import { isoTime } from '../time.js'
 import type { TokenService } from './service.js'
 
 /**

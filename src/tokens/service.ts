@@ -9,6 +9,7 @@ import type { AccountRecord, SortBy, TokenRecord } from '../db/repositories.js'
 import { tokensRepo } from '../db/repositories.js'
 import { fail } from '../errors.js'
 import type { ScopeCatalog } from '../scopes/catalog.js'
+import { isoTime, parseTimestamp } from '../time.js'
 import { TokenCache } from './cache.js'
 import { encodeToken } from './codec.js'
 import { decodeCursor, encodeCursor } from './cursor.js'
@@ -16,13 +17,7 @@ import { type TokenView, tokenDocument, tokenView, withToken } from './document.
 import { newTokenId, tokenIdPattern } from './ids.js'
 import type { Keyring } from './keyring.js'
 import type { Principal } from './principal.js'
-import {
-  checkScopes,
-  isoTime,
-  normalizeAllowedIps,
-  normalizeAllowedUrls,
-  parseTimestamp,
-} from './rules.js'
+import { checkScopes, normalizeAllowedIps, normalizeAllowedUrls } from './rules.js'
 import type { UsageCounter } from './usage.js'
 import { TokenValidator, type Validation } from './validator.js'
 

@@ -4,7 +4,7 @@ import { request as httpsRequest, type RequestOptions } from 'node:https'
 import { isIP, type LookupFunction } from 'node:net'
 import { rootCertificates } from 'node:tls'
 import { systemReason } from '../config.js'
-import { isoTime } from '../tokens/rules.js'
+import { isoTime } from '../time.js'
 import { signatureHeader } from './signature.js'
 import {
   bareHost,

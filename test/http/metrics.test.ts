@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { buildApp } from '../../src/app.js'
 import type { Env } from '../../src/config.js'
+import { randomAlnum } from '../../src/ids.js'
 import { RedisRateLimiter } from '../../src/ratelimit/redis.js'
-import { randomAlnum } from '../../src/tokens/ids.js'
 import { all, call, type Harness, harness } from '../helpers.js'
 import { parsePrometheus, type Scrape } from '../prometheus.js'
 

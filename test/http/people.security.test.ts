@@ -1,7 +1,7 @@
 import { generateSync } from 'otplib'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { cliActor } from '../../src/audit/events.js'
-import { randomAlnum } from '../../src/tokens/ids.js'
+import { randomAlnum } from '../../src/ids.js'
 import { dialect } from '../dialect.js'
 import { type Harness, harness } from '../helpers.js'
 import { admin, adminEnv } from './admin-client.js'

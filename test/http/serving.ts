@@ -7,8 +7,8 @@ import { cliActor } from '../../src/audit/events.js'
 import type { Env } from '../../src/config.js'
 import { postgresChanges, sqliteChanges } from '../../src/db/changes.js'
 import { createLogger } from '../../src/http/logging.js'
+import { randomAlnum } from '../../src/ids.js'
 import { RedisRateLimiter } from '../../src/ratelimit/redis.js'
-import { randomAlnum } from '../../src/tokens/ids.js'
 import { type Harness, harness } from '../helpers.js'
 
 /**

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis'
 import pg from 'pg'
-import { randomAlnum } from '../../src/tokens/ids.js'
+import { randomAlnum } from '../../src/ids.js'
 import { formatSigningKeys, newSigningKey } from '../../src/tokens/keyring.js'
 
 /** The shared servers of a fleet test: a fresh schema and Redis key prefix, one signing key. */

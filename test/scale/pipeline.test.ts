@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { insertDepth } from '../../src/db/creates.js'
 import { createDatabase, isUnavailable } from '../../src/db/database.js'
 import { PipelinedStatement } from '../../src/db/pipeline.js'
-import { randomAlnum } from '../../src/tokens/ids.js'
+import { randomAlnum } from '../../src/ids.js'
 import { type TcpProxy, tcpProxy } from './tcp-proxy.js'
 
 // The pipelined statement against a real PostgreSQL: runs sent before the last is answered,

@@ -2,7 +2,7 @@ import pg from 'pg'
 import { expect, it } from 'vitest'
 import { toConfig } from '../../src/config.js'
 import { createContext } from '../../src/context.js'
-import { randomAlnum } from '../../src/tokens/ids.js'
+import { randomAlnum } from '../../src/ids.js'
 import { fleetEnv } from './env.js'
 
 /**

@@ -3,11 +3,12 @@ import { createSecureContext } from 'node:tls'
 import { describe, expect, it } from 'vitest'
 import { newEventId } from '../../src/audit/events.js'
 import { ApiError } from '../../src/errors.js'
+import { isoTime, parseTimestamp } from '../../src/time.js'
 import { generateSelfSigned } from '../../src/tls/self-signed.js'
 import { encodeToken, parseToken, signatureMatches } from '../../src/tokens/codec.js'
 import { newTokenId } from '../../src/tokens/ids.js'
 import { parseSigningKeys } from '../../src/tokens/keyring.js'
-import { isoTime, normalizeAllowedUrls, parseTimestamp } from '../../src/tokens/rules.js'
+import { normalizeAllowedUrls } from '../../src/tokens/rules.js'
 
 const secret = Buffer.alloc(32, 7)
 

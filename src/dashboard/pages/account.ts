@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { HolderError, type Session } from '../../accounts/holders.js'
+import { HolderError, type Session } from '../../people/sessions.js'
 import type { DashboardDeps } from '../deps.js'
 import { form, holderOf, redirect, sendPage } from '../reply.js'
 import { scopesView, settingsView } from '../views/account.js'

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { SignedInPerson } from '../../accounts/holders.js'
 import type { SignInMethod } from '../../audit/events.js'
 import type { AppContext } from '../../context.js'
+import type { SignedInPerson } from '../../people/sessions.js'
 import { redirect } from '../reply.js'
 import { sessionId, setSessionCookie } from '../session.js'
 

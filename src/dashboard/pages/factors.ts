@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
-import { FactorError } from '../../accounts/factors.js'
 import { actorOf } from '../../http/actor.js'
+import { FactorError } from '../../people/factors.js'
 import type { DashboardDeps } from '../deps.js'
 import { form, holderOf, redirect, sendPage, tooManyAttempts } from '../reply.js'
 import { clearPendingCookie, heldByPolicy, pendingId } from '../session.js'

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { isRole, MemberError, type Role } from '../../accounts/people.js'
 import { actorOf } from '../../http/actor.js'
+import { isRole, MemberError, type Role } from '../../people/members.js'
 import type { DashboardDeps } from '../deps.js'
 import { form, holderOf, redirect, sendPage } from '../reply.js'
 import { Forbidden, safeNext, sessionId } from '../session.js'

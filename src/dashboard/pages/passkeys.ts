@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
-import type { RelyingParty } from '../../accounts/passkeys.js'
 import { actorOf } from '../../http/actor.js'
+import type { RelyingParty } from '../../people/passkeys.js'
 import type { DashboardDeps } from '../deps.js'
 import { form, holderOf, redirect, sendPage, tooManyAttempts } from '../reply.js'
 import { pendingId, safeNext } from '../session.js'

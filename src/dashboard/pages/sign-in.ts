@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { HolderError, type SignedInPerson } from '../../accounts/holders.js'
 import { AccountError } from '../../accounts/service.js'
 import { actorOf } from '../../http/actor.js'
+import { HolderError, type SignedInPerson } from '../../people/sessions.js'
 import type { DashboardDeps } from '../deps.js'
 import { form, holderOf, redirect, sendPage, tooManyAttempts } from '../reply.js'
 import { clearSessionCookie, safeNext, setPendingCookie } from '../session.js'

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { ApiError } from '../../errors.js'
-import { isoTime } from '../../tokens/rules.js'
+import { isoTime } from '../../time.js'
 import type { DashboardDeps } from '../deps.js'
 import { form, formError, holderOf, sendPage } from '../reply.js'
 import { revealView, temporaryView } from '../views/tokens.js'

@@ -1,4 +1,4 @@
-import type { FactorView } from '../../accounts/factors.js'
+import type { FactorView } from '../../people/factors.js'
 import { passkeyButton, passkeyScripts } from './auth.js'
 import { alert, csrf, type FormError, time } from './forms.js'
 import { Html, html } from './html.js'

@@ -1,4 +1,4 @@
-import type { Role } from '../../accounts/people.js'
+import type { Role } from '../../people/members.js'
 import { assetUrl } from '../assets.js'
 import { type Html, html } from './html.js'
 

@@ -1,5 +1,5 @@
-import type { Invitation, Member, Role } from '../../accounts/people.js'
-import { roles } from '../../accounts/people.js'
+import type { Invitation, Member, Role } from '../../people/members.js'
+import { roles } from '../../people/members.js'
 import { alert, csrf, type FormError, notice, time } from './forms.js'
 import { html, when } from './html.js'
 import { backText, layout, type SignedIn } from './layout.js'

@@ -3,8 +3,8 @@ import { request as httpsRequest } from 'node:https'
 import { rootCertificates } from 'node:tls'
 import * as client from 'openid-client'
 import type { Logger } from 'pino'
-import type { Identity } from '../accounts/people.js'
 import type { Config } from '../config.js'
+import type { Identity } from './members.js'
 
 type Settings = NonNullable<Config['dashboard']['oidc']>
 

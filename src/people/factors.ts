@@ -5,8 +5,8 @@ import { type Actor, type AuditEvent, auditEvent } from '../audit/events.js'
 import { auditRepo } from '../db/audit.js'
 import type { Db } from '../db/database.js'
 import { type FactorRow, factorsRepo } from '../db/factors.js'
+import { isoTime } from '../time.js'
 import type { Keyring } from '../tokens/keyring.js'
-import { isoTime } from '../tokens/rules.js'
 import { digest, secret } from './secrets.js'
 
 /** A refusal shown next to its form; `last`: the last factor under a requiring policy. */

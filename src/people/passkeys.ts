@@ -11,7 +11,7 @@ import { type Actor, auditEvent } from '../audit/events.js'
 import { auditRepo } from '../db/audit.js'
 import type { Db } from '../db/database.js'
 import { factorsRepo } from '../db/factors.js'
-import { isoTime } from '../tokens/rules.js'
+import { isoTime } from '../time.js'
 import { secret } from './secrets.js'
 
 /** Where the ceremonies happen: the dashboard's origin, and its host as relying party id. */

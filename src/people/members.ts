@@ -1,13 +1,13 @@
+import { usernamePattern } from '../accounts/directory.js'
+import type { AccountService } from '../accounts/service.js'
 import { type Actor, type AuditEvent, auditEvent } from '../audit/events.js'
 import { auditRepo } from '../db/audit.js'
 import type { Db } from '../db/database.js'
 import { newPerson, type PersonRow, peopleRepo } from '../db/people.js'
 import { accountsRepo } from '../db/repositories.js'
-import { isoTime } from '../tokens/rules.js'
-import { usernamePattern } from './directory.js'
+import { isoTime } from '../time.js'
 import { hashPassword, passwordProblem } from './passwords.js'
 import { digest, secret } from './secrets.js'
-import type { AccountService } from './service.js'
 
 export const roles = ['owner', 'developer', 'viewer'] as const
 /** `owner`: everything, members too; `developer`: tokens; `viewer`: reads, changes nothing. */

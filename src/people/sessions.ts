@@ -1,14 +1,14 @@
+import { usernamePattern } from '../accounts/directory.js'
+import type { AccountService } from '../accounts/service.js'
 import { type Actor, type AuditEvent, auditEvent, type SignInMethod } from '../audit/events.js'
 import { auditRepo } from '../db/audit.js'
 import type { Db } from '../db/database.js'
 import { holdersRepo } from '../db/holders.js'
 import { peopleRepo } from '../db/people.js'
 import type { AccountRecord } from '../db/repositories.js'
-import { isoTime } from '../tokens/rules.js'
-import { usernamePattern } from './directory.js'
+import { isoTime } from '../time.js'
 import { decoyHash, hashPassword, passwordProblem, verifyPassword } from './passwords.js'
 import { digest, secret } from './secrets.js'
-import type { AccountService } from './service.js'
 
 const minute = 60_000
 const hour = 60 * minute
@@ -57,7 +57,7 @@ export interface SignedInPerson {
  * Account holders: passwords, one-time setup links and sessions (DASHBOARD.md section 2 and
  * 5). Link secrets and session ids travel to the holder once and are stored only hashed.
  */
-export class HolderService {
+export class SessionService {
   constructor(
     private readonly db: Db,
     private readonly accounts: AccountService,
