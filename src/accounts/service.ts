@@ -16,6 +16,8 @@ import type { Principal } from '../tokens/principal.js'
 import type { TokenService } from '../tokens/service.js'
 import { usernamePattern } from './directory.js'
 
+/** An account as stored: what the dashboard and the API read of it. */
+export type { AccountRecord }
 export { usernamePattern }
 
 /** A refusal with its reason; `missing` when the account does not exist. */

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { AccountRecord } from '../db/repositories.js'
+import type { AccountRecord } from '../accounts/service.js'
 import { ApiError } from '../errors.js'
 import { sessionActor } from '../http/actor.js'
 import type { Role } from '../people/members.js'

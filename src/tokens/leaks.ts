@@ -9,6 +9,9 @@ import { ApiError } from '../errors.js'
 import { isoTime } from '../time.js'
 import type { TokenService } from './service.js'
 
+/** What a leak report said of a token: where it was seen, by whom. */
+export type { LeakEvidence }
+
 /**
  * What happens to a live token reported leaked: `auto` revokes an sk, and a pk unless it is
  * restricted (allowed URLs or IPs: then it is flagged); `revoke` always revokes; `flag` never.

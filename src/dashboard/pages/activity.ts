@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import type { AccountRecord } from '../../db/repositories.js'
+import type { AccountRecord } from '../../accounts/service.js'
 import { ApiError } from '../../errors.js'
 import type { TokenView } from '../../tokens/document.js'
 import type { DashboardDeps } from '../deps.js'

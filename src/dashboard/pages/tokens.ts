@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import type { AccountRecord } from '../../db/repositories.js'
+import type { AccountRecord } from '../../accounts/service.js'
 import { ApiError } from '../../errors.js'
 import type { DashboardDeps } from '../deps.js'
 import { form, formError, holderOf, redirect, sendPage } from '../reply.js'

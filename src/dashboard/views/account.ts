@@ -1,5 +1,5 @@
+import type { AccountRecord } from '../../accounts/service.js'
 import type { SignInMethod } from '../../audit/events.js'
-import type { AccountRecord } from '../../db/repositories.js'
 import type { Scope } from '../../scopes/catalog.js'
 import { passkeyScripts } from './auth.js'
 import { factorsSection } from './factors.js'
