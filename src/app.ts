@@ -13,9 +13,9 @@ import { dashboard } from './dashboard/plugin.js'
 import { isUnavailable } from './db/database.js'
 import { ApiError } from './errors.js'
 import { adminDocs, adminRoutes } from './http/admin/routes.js'
+import { answerAhead } from './http/ahead/front.js'
+import { parseQuery } from './http/ahead/query.js'
 import { docsPage } from './http/docs-page.js'
-import { createFastPath } from './http/fast-create.js'
-import { inFront, retrieveFastPath } from './http/fast-path.js'
 import { guard, rateLimitHeaders } from './http/guard.js'
 import { closeSilentConnections, fastifyLimits, limits, nodeServerOptions } from './http/limits.js'
 import { openapi } from './http/openapi.js'
@@ -36,43 +36,6 @@ declare module 'fastify' {
     /** The origin written into Link headers: PUBLIC_URL, or https://HOST:<listening port>. */
     readonly publicUrl: string
   }
-}
-
-const decode = (text: string) => {
-  if (!text.includes('%') && !text.includes('+')) return text
-  const spaced = text.replaceAll('+', ' ')
-  try {
-    return decodeURIComponent(spaced)
-  } catch {
-    return spaced // a malformed escape is kept as given
-  }
-}
-
-/**
- * A repeated query parameter takes its first value. A plain object (a null-prototype one is a
- * slow dictionary in V8), so `__proto__` is never taken as a name; no parameter has that name.
- */
-export function parseQuery(query: string): Record<string, string> {
-  // The query of nearly every request: a token alone.
-  if (query.startsWith('access_token=') && query.indexOf('&', 13) === -1) {
-    return { access_token: decode(query.slice(13)) }
-  }
-  const out: Record<string, string> = {}
-  let start = 0
-  while (start <= query.length) {
-    let end = query.indexOf('&', start)
-    if (end === -1) end = query.length
-    if (end > start) {
-      const eq = query.indexOf('=', start)
-      const named = eq !== -1 && eq < end
-      const key = decode(query.slice(start, named ? eq : end))
-      if (key !== '__proto__' && !Object.hasOwn(out, key)) {
-        out[key] = named ? decode(query.slice(eq + 1, end)) : ''
-      }
-    }
-    start = end + 1
-  }
-  return out
 }
 
 const exposed = ['Link', ...rateLimitHeaders].join(', ')
@@ -125,15 +88,78 @@ const fastifyTrust = (proxy: Config['http']['proxy']) =>
   typeof proxy === 'number' ? (_address: string, hop: number) => hop < proxy : (proxy ?? false)
 
 export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInstance {
-  const { http } = ctx.config
   const log = options.logger
   const requestLogging = log?.isLevelEnabled('info') === true
   const logOf = (request: FastifyRequest) => (requestLogging ? request.log : (log ?? request.log))
   const requestId = requestIds()
-  const app = Fastify({
+  const app = createFastify(ctx.config.http, options, requestLogging, requestId)
+  // Before any route: a route with a `:secret` parameter is redacted from every log line.
+  redactSecretRoutes(app)
+
+  app.server.maxHeadersCount = limits.maxHeaders
+  closeSilentConnections(app.server)
+  metricsHooks(app, ctx)
+  const overload = new OverloadDetector(ctx.config.shedDelayMs)
+  app.addHook('onClose', async () => overload.close())
+  decoratePublicUrl(app, ctx.config.http)
+  app.decorateRequest('principal', null)
+  app.decorateRequest('account', null)
+  app.setValidatorCompiler(validatorCompiler)
+  readJsonBodies(app)
+
+  // Lowercase names and string values: Node and Fastify take them as they are, which halves
+  // the cost of the headers every response carries.
+  const cors = { 'access-control-allow-origin': '*', 'access-control-expose-headers': exposed }
+  refuseEarly(app, ctx, overload, cors)
+  // Retrieve and create skip Fastify's work whenever they can (http/ahead/), and leave to it
+  // every request the hook above would refuse, and those that come while it closes.
+  let closing = false
+  app.addHook('preClose', (done) => {
+    closing = true
+    done()
+  })
+  answerAhead(app.server, {
+    ctx,
+    parseQuery,
+    cors,
+    refusing: () => !ctx.ready || overload.shedding || closing,
+    trustProxy: ctx.config.http.trustProxy,
+    requestLog: requestLogging ? app.log : undefined,
+    requestId,
+    errorOf: (error: unknown, log: FastifyBaseLogger | undefined) =>
+      errorOf(ctx, error, log ?? options.logger),
+  })
+
+  // Authenticated routes (those naming a scope) run the guard first, before the body is read.
+  const authenticate = guard(ctx)
+  app.addHook('onRoute', (route) => {
+    if ((route.config as { scope?: string } | undefined)?.scope === undefined) return
+    const own = route.onRequest === undefined ? [] : [route.onRequest].flat()
+    route.onRequest = [authenticate, ...own]
+  })
+  answerPreflight(app)
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const answer = errorOf(ctx, error, logOf(request))
+    return reply.code(answer.statusCode).send(answer.toJSON())
+  })
+  app.setNotFoundHandler(async (_request, reply) => {
+    const notFound = new ApiError('notFound')
+    return reply.code(notFound.statusCode).send(notFound.toJSON())
+  })
+  registerRoutes(app, ctx)
+  return app
+}
+
+function createFastify(
+  http: Config['http'],
+  options: AppOptions,
+  requestLogging: boolean,
+  requestId: ReturnType<typeof requestIds>,
+): FastifyInstance {
+  return Fastify({
     // Fastify is given the logger only to log requests (at info). Above info, it would still do
     // work for every request (a child logger, the request-logging hooks) to log nothing.
-    ...(requestLogging ? { loggerInstance: log } : { logger: false }),
+    ...(requestLogging ? { loggerInstance: options.logger } : { logger: false }),
     // Fastify's types make `https` select a different server type; the app is the same.
     ...(options.https
       ? { https: { ...nodeServerOptions, ...options.https } }
@@ -158,16 +184,10 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
         .send(notFound.toJSON())
     },
   }) as unknown as FastifyInstance
-  // Before any route: a route with a `:secret` parameter is redacted from every log line.
-  redactSecretRoutes(app)
+}
 
-  app.server.maxHeadersCount = limits.maxHeaders
-  closeSilentConnections(app.server)
-  metricsHooks(app, ctx)
-  const overload = new OverloadDetector(ctx.config.shedDelayMs)
-  app.addHook('onClose', async () => overload.close())
-
-  // Known once listening (PORT=0 picks the port then): asked on every paged list.
+/** `app.publicUrl`: known once listening (PORT=0 picks the port then); asked on every paged list. */
+function decoratePublicUrl(app: FastifyInstance, http: Config['http']) {
   let origin: string | undefined
   app.decorate('publicUrl', {
     getter() {
@@ -180,11 +200,10 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
       return url
     },
   })
-  app.decorateRequest('principal', null)
-  app.decorateRequest('account', null)
-  app.setValidatorCompiler(validatorCompiler)
+}
 
-  // Every body is read as JSON, whatever its declared type; an empty body is no body.
+/** Every body is read as JSON, whatever its declared type; an empty body is no body. */
+function readJsonBodies(app: FastifyInstance) {
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
     let parsed: unknown
@@ -195,10 +214,16 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
     }
     done(null, parsed)
   })
+}
 
-  // Lowercase names and string values: Node and Fastify take them as they are, which halves
-  // the cost of the headers every response carries.
-  const cors = { 'access-control-allow-origin': '*', 'access-control-expose-headers': exposed }
+/** What every request is refused before routing: plain HTTP behind a proxy, not ready, overload. */
+function refuseEarly(
+  app: FastifyInstance,
+  ctx: AppContext,
+  overload: OverloadDetector,
+  cors: Record<string, string>,
+) {
+  const { http } = ctx.config
   app.addHook('onRequest', (request, reply, done) => {
     reply.headers(cors)
     // Load balancers probe the instance itself, over plain HTTP, and ask when it is not ready.
@@ -214,38 +239,9 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
     }
     done()
   })
-  // Retrieve and create skip Fastify's work whenever they can (see fast-path.ts, fast-create.ts).
-  let closing = false
-  app.addHook('preClose', (done) => {
-    closing = true
-    done()
-  })
-  const fastOptions = {
-    ctx,
-    parseQuery,
-    cors,
-    refusing: () => !ctx.ready || overload.shedding || closing,
-    trustProxy: http.trustProxy,
-    requestLog: requestLogging ? app.log : undefined,
-    requestId,
-    errorOf: (error: unknown, log: FastifyBaseLogger | undefined) =>
-      errorOf(ctx, error, log ?? options.logger),
-  }
-  const retrieve = retrieveFastPath(fastOptions)
-  const create = createFastPath(fastOptions)
-  inFront(
-    app.server,
-    (req, res, fastify) => retrieve(req, res, fastify) || create(req, res, fastify),
-  )
+}
 
-  // Authenticated routes (those naming a scope) run the guard first, before the body is read.
-  const authenticate = guard(ctx)
-  app.addHook('onRoute', (route) => {
-    if ((route.config as { scope?: string } | undefined)?.scope === undefined) return
-    const own = route.onRequest === undefined ? [] : [route.onRequest].flat()
-    route.onRequest = [authenticate, ...own]
-  })
-
+function answerPreflight(app: FastifyInstance) {
   app.options('*', async (request, reply) => {
     reply
       .code(204)
@@ -257,20 +253,12 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
       .header('Access-Control-Max-Age', '86400')
       .send()
   })
+}
 
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    const answer = errorOf(ctx, error, logOf(request))
-    return reply.code(answer.statusCode).send(answer.toJSON())
-  })
-  app.setNotFoundHandler(async (_request, reply) => {
-    const notFound = new ApiError('notFound')
-    return reply.code(notFound.statusCode).send(notFound.toJSON())
-  })
-
+function registerRoutes(app: FastifyInstance, ctx: AppContext) {
   // The account dashboard: its parsers, hooks and error pages stay inside its plugin.
   app.register(dashboard, { prefix: '/account', ctx })
   app.get('/', (_request, reply) => reply.redirect('/account', 302))
-
   openapi(app, {
     version: '0.1.0',
     tags: [tokenApiTag, leakTag, ...adminDocs.tags],
@@ -284,5 +272,4 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
   leakRoutes(app, ctx)
   // The operator's API: its own authentication (operator keys) and hooks, under /admin/v1.
   adminRoutes(app, ctx)
-  return app
 }

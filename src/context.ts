@@ -7,7 +7,8 @@ import { AuditLog } from './audit/log.js'
 import { type Config, ConfigError, systemReason } from './config.js'
 import { auditRepo } from './db/audit.js'
 import { postgresChanges, sqliteChanges } from './db/changes.js'
-import { createDatabase, type Db, isUnavailable, migrateToLatest } from './db/database.js'
+import type { Db } from './db/database.js'
+import { type OpenDatabase, openDatabase } from './db/open.js'
 import { outboxRepo } from './db/outbox.js'
 import { webhookRepo } from './db/webhooks.js'
 import { EventFeed } from './events/feed.js'
@@ -111,66 +112,20 @@ function keyFile(dataDir: string): Keyring {
 /** Retention is enforced hourly (and once shortly after start). */
 const pruneEveryMs = 3_600_000
 
-/** A database that refuses us for good (no such database, a refused login) stops start-up. */
-function databaseFailure(err: unknown): ConfigError {
-  const line = ((err as Error).message ?? String(err)).split('\n')[0]
-  return new ConfigError(
-    isUnavailable(err)
-      ? `DATABASE_URL: the database cannot be reached: ${line}`
-      : `DATABASE_URL: the database refused: ${line}`,
-  )
-}
-
-export async function createContext(
-  config: Config,
-  overrides: Overrides = {},
-): Promise<AppContext> {
-  if (config.db.kind === 'sqlite' || config.signingKeys === undefined) {
-    prepareDataDir(config.dataDir)
-  }
-  const keyring = config.signingKeys ? Keyring.fromEnv(config.signingKeys) : keyFile(config.dataDir)
-  const catalog = ScopeCatalog.fromFile(config.scopesFile)
-  const log = overrides.log ?? pino({ level: 'silent' })
-  const adminKeys = AdminKeys.open(config, (err) =>
-    log.warn({ err: (err as Error).message }, 'admin key file unusable: no operator key is valid'),
-  )
-  let leakKeys: Map<string, string> | undefined
+/** LEAK_REPORT_KEYS, read at start: a file that cannot be used stops start-up in one line. */
+function leakKeysOf(config: Config): Map<string, string> | undefined {
   try {
-    leakKeys = config.leaks.keysFile === undefined ? undefined : readLeakKeys(config.leaks.keysFile)
+    return config.leaks.keysFile === undefined ? undefined : readLeakKeys(config.leaks.keysFile)
   } catch (err) {
     throw new ConfigError(`LEAK_REPORT_KEYS cannot be used: ${systemReason(err)}`)
   }
-  const db = createDatabase(config.db)
-  let ready = false
-  let stopped = false
-  try {
-    await migrateToLatest(db, config.db)
-    ready = true
-  } catch (err) {
-    if (!overrides.waitForDatabase || !isUnavailable(err)) {
-      await db.destroy()
-      // SQLite's own failures (a corrupt file) keep their stack: they are not configuration.
-      throw config.db.kind === 'postgres' ? databaseFailure(err) : err
-    }
-    log.warn(
-      { err: (err as Error).message },
-      'database unreachable: answering 503 until it is back',
-    )
-    void (async () => {
-      while (!ready && !stopped) {
-        await new Promise((resolve) => setTimeout(resolve, 1000))
-        if (stopped) break
-        await migrateToLatest(db, config.db).then(
-          () => {
-            ready = true
-            log.warn('database reachable: migrations applied, answering again')
-          },
-          (e) => stopped || isUnavailable(e) || log.error({ err: e }, 'migrations failed'),
-        )
-      }
-    })()
-  }
-  // Token records are cached in process only while the change feed keeps every cache exact.
+}
+
+/**
+ * The change feed and what it keeps exact: token records and accounts are cached in process
+ * only while it is live.
+ */
+function followChanges(config: Config, db: Db, log: Logger) {
   const cache = new TokenCache({ enabled: false })
   const directory = new AccountDirectory(db)
   directory.setEnabled(false)
@@ -188,36 +143,87 @@ export async function createContext(
       directory.setEnabled(live)
     },
   )
-  const now = overrides.now ?? Date.now
-  const usage = new UsageCounter(db, now, (err) => {
-    metrics.databaseErrors.usage++
-    log.warn({ err: (err as Error).message }, 'token usage not written: kept for the next minute')
-  })
-  const tokens = new TokenService({
-    db,
-    keyring,
-    catalog,
-    cache,
-    changes,
-    now: overrides.now,
-    directory,
-    usage,
-  })
-  const accounts = new AccountService(db, catalog, tokens)
-  const holders = new SessionService(db, accounts, tokens.now)
-  const members = new MemberService(db, accounts, tokens.now, config.dashboard.portalReturnOrigins)
-  const leaks = new LeakService(db, tokens, accounts, config.leaks.policy, leakKeys)
-  const factors = new FactorService(db, keyring, tokens.now, config.dashboard.require2fa)
+  return { cache, directory, changes, feedLive: () => feedLive }
+}
+
+/** The services of the context, over an open database and a followed change feed. */
+function buildServices(
+  config: Config,
+  log: Logger,
+  now: (() => number) | undefined,
+  started: { keyring: Keyring; catalog: ScopeCatalog; leakKeys?: Map<string, string> },
+  opened: OpenDatabase,
+  followed: ReturnType<typeof followChanges>,
+) {
+  const { db } = opened
+  const { keyring, catalog } = started
+  const { cache, directory, changes } = followed
   const rateLimiter = config.redis
     ? new RedisRateLimiter(config.redis.url, config.redis.keyPrefix, config.rateLimitPerMinute, log)
     : new MemoryRateLimiter(config.rateLimitPerMinute)
   const metrics = new Metrics({
     cache,
     rateLimiter,
-    feedLive: () => feedLive,
-    ready: () => ready,
+    feedLive: followed.feedLive,
+    ready: opened.ready,
     processMetrics: config.metrics !== undefined,
   })
+  const usage = new UsageCounter(db, now ?? Date.now, (err) => {
+    metrics.databaseErrors.usage++
+    log.warn({ err: (err as Error).message }, 'token usage not written: kept for the next minute')
+  })
+  const { groupCommits } = metrics
+  const tokens = new TokenService({
+    db,
+    keyring,
+    catalog,
+    cache,
+    changes,
+    now,
+    directory,
+    usage,
+    groupCommits,
+  })
+  const accounts = new AccountService(db, catalog, tokens)
+  return {
+    db,
+    keyring,
+    catalog,
+    tokens,
+    accounts,
+    holders: new SessionService(db, accounts, tokens.now),
+    members: new MemberService(db, accounts, tokens.now, config.dashboard.portalReturnOrigins),
+    factors: new FactorService(db, keyring, tokens.now, config.dashboard.require2fa),
+    passkeys: new PasskeyService(db, tokens.now),
+    leaks: new LeakService(db, tokens, accounts, config.leaks.policy, started.leakKeys),
+    rateLimiter,
+    audit: new AuditLog((filter) => auditRepo.list(db, filter)),
+    metrics,
+    usage,
+    events: new EventFeed(db, log),
+    webhooks: new WebhookDispatcher({ db, log, config, now: now ?? Date.now }),
+  }
+}
+
+export async function createContext(
+  config: Config,
+  overrides: Overrides = {},
+): Promise<AppContext> {
+  if (config.db.kind === 'sqlite' || config.signingKeys === undefined) {
+    prepareDataDir(config.dataDir)
+  }
+  const keyring = config.signingKeys ? Keyring.fromEnv(config.signingKeys) : keyFile(config.dataDir)
+  const catalog = ScopeCatalog.fromFile(config.scopesFile)
+  const log = overrides.log ?? pino({ level: 'silent' })
+  const adminKeys = AdminKeys.open(config, (err) =>
+    log.warn({ err: (err as Error).message }, 'admin key file unusable: no operator key is valid'),
+  )
+  const started = { keyring, catalog, leakKeys: leakKeysOf(config) }
+  const opened = await openDatabase(config, log, overrides.waitForDatabase)
+  const followed = followChanges(config, opened.db, log)
+  const services = buildServices(config, log, overrides.now, started, opened, followed)
+  const { db, tokens, usage, members, factors, events, webhooks, rateLimiter } = services
+  const now = overrides.now ?? Date.now
   const prune = async () => {
     const cutoff = isoTime(now() - config.auditRetentionDays * 86_400_000)
     const removed = await auditRepo.prune(db, cutoff)
@@ -228,70 +234,60 @@ export async function createContext(
     await factors.prune()
     return removed
   }
-  let pruneTimer: NodeJS.Timeout | undefined
-  let sweepTimer: NodeJS.Timeout | undefined
-  const events = new EventFeed(db, log)
-  const webhooks = new WebhookDispatcher({ db, log, config, now })
+  let timers: NodeJS.Timeout[] = []
   return {
     config,
     log,
     get ready() {
-      return ready
+      return opened.ready()
     },
     get feedLive() {
-      return feedLive
+      return followed.feedLive()
     },
     draining: false,
     probedAt: 0,
-    db,
-    keyring,
-    catalog,
-    tokens,
-    accounts,
-    holders,
-    members,
-    factors,
-    passkeys: new PasskeyService(db, tokens.now),
-    leaks,
-    rateLimiter,
+    ...services,
     adminKeys,
-    audit: new AuditLog(db),
-    metrics,
-    usage,
-    events,
-    webhooks,
     startBackground() {
       usage.start()
       webhooks.start()
-      const run = () => {
-        if (!ready) return
-        prune().catch((err) =>
-          log.warn({ err: (err as Error).message }, 'audit and usage pruning failed'),
-        )
-      }
-      pruneTimer = setInterval(run, pruneEveryMs)
-      pruneTimer.unref()
-      // Rolled tokens past their end: refused already, gone from lists within half a minute.
-      sweepTimer = setInterval(() => {
-        if (!ready) return
-        tokens
-          .sweepRetired()
-          .catch((err) => log.warn({ err: (err as Error).message }, 'rolled token sweep failed'))
-      }, 30_000)
-      sweepTimer.unref()
-      setTimeout(run, 10_000).unref()
+      timers = startJobs(log, opened.ready, prune, () => tokens.sweepRetired())
     },
     prune,
     async close() {
-      stopped = true
-      clearInterval(pruneTimer)
-      clearInterval(sweepTimer)
+      opened.stop()
+      for (const timer of timers) clearInterval(timer)
       events.close()
       await webhooks.stop()
-      if (ready) await usage.stop().catch(() => {})
-      await changes.close()
+      if (opened.ready()) await usage.stop().catch(() => {})
+      await followed.changes.close()
       await rateLimiter.close()
       await db.destroy()
     },
   }
+}
+
+/** Pruning hourly (and once shortly after start), and the sweep of rolled tokens past their end. */
+function startJobs(
+  log: Logger,
+  ready: () => boolean,
+  prune: () => Promise<number>,
+  sweep: () => Promise<number>,
+): NodeJS.Timeout[] {
+  const run = () => {
+    if (!ready()) return
+    prune().catch((err) =>
+      log.warn({ err: (err as Error).message }, 'audit and usage pruning failed'),
+    )
+  }
+  const pruneTimer = setInterval(run, pruneEveryMs)
+  pruneTimer.unref()
+  // Rolled tokens past their end: refused already, gone from lists within half a minute.
+  const sweepTimer = setInterval(() => {
+    if (!ready()) return
+    sweep().catch((err) => log.warn({ err: (err as Error).message }, 'rolled token sweep failed'))
+  }, 30_000)
+  sweepTimer.unref()
+  setTimeout(run, 10_000).unref()
+  return [pruneTimer, sweepTimer]
 }

@@ -7,7 +7,7 @@ import { cliActor } from '../src/audit/events.js'
 import { type Env, toConfig } from '../src/config.js'
 import { type AppContext, createContext } from '../src/context.js'
 import type { AccountRecord } from '../src/db/repositories.js'
-import type { TokenView } from '../src/tokens/document.js'
+import type { TokenView } from '../src/tokens/service.js'
 import { dialectEnv } from './dialect.js'
 
 export interface Harness {

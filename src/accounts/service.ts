@@ -1,4 +1,4 @@
-import { type Actor, type AuditEvent, auditEvent } from '../audit/events.js'
+import { type Actor, auditEvent } from '../audit/events.js'
 import { auditRepo } from '../db/audit.js'
 import type { Db } from '../db/database.js'
 import { holdersRepo } from '../db/holders.js'
@@ -9,26 +9,16 @@ import {
   type TokenRecord,
   tokensRepo,
 } from '../db/repositories.js'
+import { ApiError } from '../errors.js'
 import type { ScopeCatalog } from '../scopes/catalog.js'
 import { isoTime } from '../time.js'
-import type { TokenView } from '../tokens/document.js'
 import type { Principal } from '../tokens/principal.js'
-import type { TokenService } from '../tokens/service.js'
+import type { TokenService, TokenView } from '../tokens/service.js'
 import { usernamePattern } from './directory.js'
 
 /** An account as stored: what the dashboard and the API read of it. */
 export type { AccountRecord }
 export { usernamePattern }
-
-/** A refusal with its reason; `missing` when the account does not exist. */
-export class AccountError extends Error {
-  constructor(
-    message: string,
-    readonly kind: 'invalid' | 'missing' | 'exists' = 'invalid',
-  ) {
-    super(message)
-  }
-}
 
 export interface AccountChange {
   plan?: string
@@ -37,6 +27,8 @@ export interface AccountChange {
 
 /** A deleted account's name can be taken again after this long (a tk's longest life). */
 const reuseAfterMs = 3_600_000
+
+const accountTarget = (username: string) => ({ type: 'account' as const, id: username })
 
 /** What a change of the account's state is announced as on the change feed. */
 export const accountChange = (username: string) => `account:${username}`
@@ -64,7 +56,7 @@ export class AccountService {
     const account = usernamePattern.test(username)
       ? await accountsRepo.find(this.db, username)
       : undefined
-    if (account === undefined) throw new AccountError(`no such account: ${username}`, 'missing')
+    if (account === undefined) throw new ApiError('noSuchUser', `no such account: ${username}`)
     return account
   }
 
@@ -73,20 +65,10 @@ export class AccountService {
     return accountsRepo.list(this.db, page)
   }
 
-  private event(
-    action: AuditEvent['action'],
-    actor: Actor,
-    username: string,
-    details?: Record<string, unknown>,
-  ): AuditEvent {
-    const target = { type: 'account' as const, id: username }
-    return auditEvent(this.tokens.now(), action, actor, target, username, details)
-  }
-
   private checkPlan(plan: string, features: string[]) {
-    if (!this.catalog.hasPlan(plan)) throw new AccountError(`no such plan: ${plan}`)
+    if (!this.catalog.hasPlan(plan)) throw new ApiError('badPlan', `no such plan: ${plan}`)
     for (const f of features) {
-      if (!this.catalog.hasFeature(f)) throw new AccountError(`no such feature: ${f}`)
+      if (!this.catalog.hasFeature(f)) throw new ApiError('badPlan', `no such feature: ${f}`)
     }
   }
 
@@ -109,7 +91,8 @@ export class AccountService {
     within?: (trx: Db, account: AccountRecord) => Promise<void>,
   ): Promise<AccountRecord & { defaultToken: TokenView }> {
     if (!usernamePattern.test(username)) {
-      throw new AccountError(
+      throw new ApiError(
+        'badUsername',
         'username must be 1-32 characters of a-z, 0-9, _ and -, starting with a letter or digit',
       )
     }
@@ -128,31 +111,30 @@ export class AccountService {
       allowedUrls: null,
       isDefault: true,
     })
-    const event = this.event('account.created', actor, username, {
-      plan: account.plan,
-      features: account.features,
-    })
+    const details = { plan: account.plan, features: account.features }
+    const target = accountTarget(username)
+    const event = auditEvent(this.tokens.now(), 'account.created', actor, target, username, details)
     await this.db.transaction().execute(async (trx) => {
       if (await accountsRepo.find(trx, username)) {
-        throw new AccountError(`account ${username} already exists`, 'exists')
+        throw new ApiError('accountExists', `account ${username} already exists`)
       }
       // A temporary token of a deleted account lives up to an hour and names the account only
       // by username: the name is free again once every such token has expired.
       const since = isoTime(this.tokens.now() - reuseAfterMs)
       const deleted = await auditRepo.deletedSince(trx, username, since)
       if (deleted !== undefined) {
-        throw new AccountError(
+        throw new ApiError(
+          'nameResting',
           `account ${username} was deleted at ${deleted}; the name can be used again an hour later`,
-          'exists',
         )
       }
       await accountsRepo.insert(trx, account)
       // Its holder: a person of the same name, its first owner. Logins and usernames share a
       // namespace so that an account's holder signs in with the account's name.
       if (!(await peopleRepo.claimHolder(trx, username, account.created))) {
-        throw new AccountError(
+        throw new ApiError(
+          'personExists',
           `account ${username} already exists (a person has that name)`,
-          'exists',
         )
       }
       await tokensRepo.insert(trx, token)
@@ -194,13 +176,15 @@ export class AccountService {
       }
       for (const token of changed) await tokensRepo.update(trx, token)
       await accountsRepo.update(trx, account)
+      const details = {
+        plan: account.plan,
+        features: account.features,
+        tokensChanged: changed.length,
+      }
+      const target = accountTarget(username)
       await auditRepo.insert(
         trx,
-        this.event('account.changed', actor, username, {
-          plan: account.plan,
-          features: account.features,
-          tokensChanged: changed.length,
-        }),
+        auditEvent(this.tokens.now(), 'account.changed', actor, target, username, details),
       )
       await this.tokens.notifyChanged(trx, [accountChange(username), ...changed.map((t) => t.id)])
     })
@@ -217,10 +201,9 @@ export class AccountService {
     await this.db.transaction().execute(async (trx) => {
       await accountsRepo.update(trx, account)
       if (disabled) await holdersRepo.endSessions(trx, username)
-      await auditRepo.insert(
-        trx,
-        this.event(disabled ? 'account.disabled' : 'account.enabled', actor, username),
-      )
+      const action = disabled ? 'account.disabled' : 'account.enabled'
+      const target = accountTarget(username)
+      await auditRepo.insert(trx, auditEvent(this.tokens.now(), action, actor, target, username))
       await this.tokens.notifyChanged(trx, [accountChange(username)])
     })
     this.tokens.directory.invalidate(username)
@@ -234,13 +217,15 @@ export class AccountService {
     await this.db.transaction().execute(async (trx) => {
       ids = (await tokensRepo.ofAccount(trx, username)).map((t) => t.id)
       if (!(await accountsRepo.delete(trx, account.username))) {
-        throw new AccountError(`no such account: ${username}`, 'missing')
+        throw new ApiError('noSuchUser', `no such account: ${username}`)
       }
       // Its memberships are gone with it; its holder too, unless they belong elsewhere.
       await peopleRepo.dropIfAlone(trx, account.username)
+      const details = { tokensRevoked: ids.length }
+      const target = accountTarget(username)
       await auditRepo.insert(
         trx,
-        this.event('account.deleted', actor, username, { tokensRevoked: ids.length }),
+        auditEvent(this.tokens.now(), 'account.deleted', actor, target, username, details),
       )
       // Other instances may keep the records of its tokens: validation finds the account gone.
       await this.tokens.notifyChanged(trx, [accountChange(username)])

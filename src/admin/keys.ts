@@ -1,18 +1,9 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
-import {
-  closeSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  type Stats,
-  statSync,
-  writeFileSync,
-} from 'node:fs'
+import { type Stats, statSync } from 'node:fs'
 import path from 'node:path'
 import { ConfigError, systemReason } from '../config.js'
 import { randomAlnum } from '../ids.js'
+import { readKeyFile, writeKeyFile } from '../key-file.js'
 import { isoTime } from '../time.js'
 
 /** An operator key as stored: never its secret, only the SHA-256 of the whole key string. */
@@ -66,16 +57,6 @@ export function parseAdminKeys(value: string): AdminKey[] {
     throw new ConfigError('ADMIN_KEYS: key ids must be unique')
   }
   return keys
-}
-
-/** Whoever can write the file can make their own key trusted: refused unless 0600, like ssh. */
-function checkPrivate(file: string, stat: Stats) {
-  const mode = stat.mode & 0o777
-  if ((mode & 0o077) === 0) return
-  const octal = mode.toString(8).padStart(4, '0')
-  throw new ConfigError(
-    `${file} is accessible by other users (mode ${octal}); run chmod 600 ${file}`,
-  )
 }
 
 /**
@@ -200,8 +181,8 @@ export class AdminKeys {
     }
     const version = `${stat.ino}:${stat.size}:${stat.mtimeMs}:${stat.mode}`
     if (version === this.seen) return
-    checkPrivate(this.file, stat)
-    const raw = JSON.parse(readFileSync(this.file, 'utf8')) as { keys?: unknown }
+    // Whoever can write the file can make their own key trusted.
+    const raw = readKeyFile(this.file, stat, { exact: false }) as { keys?: unknown }
     if (!Array.isArray(raw.keys) || !raw.keys.every(isStoredKey)) {
       throw new ConfigError(`${this.file} is not an admin key file`)
     }
@@ -215,17 +196,7 @@ export class AdminKeys {
   }
 
   private write(file: string, keys: AdminKey[]) {
-    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
-    // A new file ('wx'), so that it has its mode from the first byte; renamed over the old one.
-    const tmp = `${file}.${randomBytes(6).toString('hex')}.tmp`
-    const fd = openSync(tmp, 'wx', 0o600)
-    try {
-      writeFileSync(fd, `${JSON.stringify({ keys }, null, 2)}\n`)
-      fsyncSync(fd)
-    } finally {
-      closeSync(fd)
-    }
-    renameSync(tmp, file)
+    writeKeyFile(file, { keys })
     this.load()
   }
 }

@@ -1,16 +1,23 @@
 import { parseArgs } from 'node:util'
-import { AccountError } from '../accounts/service.js'
 import { newAdminKey } from '../admin/keys.js'
-import { type AuditAction, type AuditTarget, auditEvent, cliActor } from '../audit/events.js'
-import { auditFilter } from '../audit/query.js'
-import { configuredOrigin, readEnv, toConfig } from '../config.js'
+import { readEnv, toConfig } from '../config.js'
 import { type AppContext, createContext } from '../context.js'
-import { auditRepo } from '../db/audit.js'
-import { ApiError } from '../errors.js'
+import { ApiError, personText } from '../errors.js'
 import { describeFailure } from '../failure.js'
-import { MemberError } from '../people/members.js'
 import { serve } from '../server.js'
 import { formatSigningKeys, Keyring, newSigningKey, parseSigningKeys } from '../tokens/keyring.js'
+import {
+  accountCommand,
+  adminKeyCommand,
+  auditCommand,
+  CommandError,
+  type Config,
+  type Group,
+  record,
+  tokenCommand,
+} from './commands.js'
+import { memberCommand } from './members.js'
+import { webhookCommand } from './webhooks.js'
 
 const usage = `usage: tessera <command>
 
@@ -45,15 +52,13 @@ hashed in DATA_DIR/admin-keys.json; with ADMIN_KEYS set, they are that list inst
 admin-key create prints the new value of ADMIN_KEYS to set on every instance.`
 
 class UsageError extends Error {}
-/** A command that cannot do what it was asked (an unknown id): one line, exit status 1. */
-class CommandError extends Error {}
 
 const print = (value: unknown): void => {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`)
 }
 
-async function run(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
+const parse = (argv: string[]) =>
+  parseArgs({
     args: argv,
     allowPositionals: true,
     options: {
@@ -73,194 +78,57 @@ async function run(argv: string[]): Promise<void> {
       help: { type: 'boolean', short: 'h' },
     },
   })
-  const [command, sub, arg] = positionals
-  if (values.help || command === undefined) {
+
+/** The commands that run on the services, by their first word. */
+const groups = new Map<string, Group>([
+  ['admin-key', adminKeyCommand],
+  ['audit', auditCommand],
+  ['webhook', webhookCommand],
+  ['member', memberCommand],
+  ['account', accountCommand],
+  ['token', tokenCommand],
+])
+
+async function run(argv: string[]): Promise<void> {
+  const args = parse(argv)
+  const [command, sub] = args.positionals
+  if (args.values.help || command === undefined) {
     process.stdout.write(`${usage}\n`)
     return
   }
   const config = toConfig(readEnv())
   if (command === 'serve') return serve(config)
-
-  if (command === 'keys' && sub === 'rotate') {
-    if (config.signingKeys) {
-      // Keys from the environment cannot be written back: hand the operator the new value.
-      const keys = [...parseSigningKeys(config.signingKeys), newSigningKey()]
-      const added = keys[keys.length - 1]
-      return print({ id: added?.id, SIGNING_KEYS: formatSigningKeys(keys) })
-    }
-    const { id } = Keyring.fromDataDir(config.dataDir).rotate()
-    await withContext(config, (ctx) =>
-      record(ctx, 'signing_key.added', { type: 'signing_key', id }),
-    )
-    return print({ id })
-  }
+  if (command === 'keys' && sub === 'rotate') return print(await rotateKeys(config))
   if (command === 'admin-key' && sub === 'create' && config.adminKeys !== undefined) {
     // As for SIGNING_KEYS: the environment cannot be written back; nothing is stored.
     const made = newAdminKey(Date.now())
     return print({ ...made, ADMIN_KEYS: `${config.adminKeys},${made.id}:${made.key}` })
   }
-
   const ctx = await createContext(config)
   try {
     if (command === 'migrate') return print({ migrated: true })
-    if (command === 'admin-key' && sub === 'create' && arg === undefined) {
-      const made = ctx.adminKeys.create(ctx.tokens.now(), values.note)
-      await record(ctx, 'admin_key.created', { type: 'admin_key', id: made.id })
-      return print(made)
-    }
-    if (command === 'admin-key' && sub === 'revoke' && arg !== undefined) {
-      const revoked = ctx.adminKeys.revoke(arg, ctx.tokens.now())
-      if (revoked === undefined) throw new CommandError(`no such admin key: ${arg}`)
-      if (revoked.changed) await record(ctx, 'admin_key.revoked', { type: 'admin_key', id: arg })
-      return print({ id: arg, revoked: revoked.revoked })
-    }
-    if (command === 'admin-key' && sub === 'list' && arg === undefined) {
-      return print(ctx.adminKeys.list())
-    }
-    if (command === 'audit' && arg === undefined) {
-      if (values.limit !== undefined && !/^0*([1-9][0-9]?|100)$/.test(values.limit)) {
-        throw new ApiError('badLimit')
-      }
-      const limit = values.limit === undefined ? 100 : Number(values.limit)
-      const { action, since, until, start } = values
-      return print(
-        await ctx.audit.list(auditFilter({ username: sub, action, since, until, start, limit })),
-      )
-    }
-    if (command === 'webhook') {
-      const done = await webhookCommand(ctx, sub, arg, values)
-      if (done !== undefined) return print(done)
-    }
-    if (command === 'member') {
-      const done = await memberCommand(ctx, config, positionals.slice(1), values.role)
-      if (done !== undefined) return print(done)
-    }
-    const setupUrl = async (username: string) =>
-      `${configuredOrigin(config.http)}/account/setup/${await ctx.holders.invite(username, cliActor)}`
-    if (command === 'account' && sub === 'create' && arg !== undefined) {
-      const account = await ctx.accounts.create(arg, values.plan, values.feature ?? [], cliActor)
-      return print({ ...account, setupUrl: await setupUrl(account.username) })
-    }
-    if (command === 'account' && sub === 'invite' && arg !== undefined) {
-      const account = await ctx.accounts.find(arg)
-      if (account === undefined) throw new AccountError(`no such account: ${arg}`)
-      return print({ username: account.username, setupUrl: await setupUrl(account.username) })
-    }
-    if (command === 'token' && sub === 'roll' && arg !== undefined && positionals[3]) {
-      const account = await ctx.accounts.find(arg)
-      if (account === undefined) throw new AccountError(`no such account: ${arg}`)
-      const rolled = await ctx.tokens.roll(
-        account,
-        ctx.accounts.holder(account),
-        positionals[3],
-        { expires: values.expires },
-        cliActor,
-      )
-      return print(rolled)
-    }
-    if (command === 'token' && sub === 'create' && arg !== undefined) {
-      const account = await ctx.accounts.find(arg)
-      if (account === undefined) throw new AccountError(`no such account: ${arg}`)
-      const scopes =
-        values.scopes
-          ?.split(',')
-          .map((s) => s.trim())
-          .filter((s) => s !== '') ?? []
-      const token = await ctx.tokens.create(
-        account,
-        ctx.accounts.holder(account),
-        {
-          scopes,
-          note: values.note,
-          allowedUrls: values['allowed-url'] ?? null,
-        },
-        cliActor,
-      )
-      return print(token)
-    }
-    throw new UsageError(usage)
+    const done = await groups.get(command)?.(ctx, config, args)
+    if (done === undefined) throw new UsageError(usage)
+    print(done)
   } finally {
     await ctx.close()
   }
 }
 
-/** `limit` as the admin API takes it: 1-100, 100 when absent. */
-function limitOption(limit: string | undefined) {
-  if (limit !== undefined && !/^0*([1-9][0-9]?|100)$/.test(limit)) throw new ApiError('badLimit')
-  return limit === undefined ? 100 : Number(limit)
+/** `tessera keys rotate`: a new signing key, in DATA_DIR or as the new SIGNING_KEYS. */
+async function rotateKeys(config: Config) {
+  if (config.signingKeys) {
+    // Keys from the environment cannot be written back: hand the operator the new value.
+    const keys = [...parseSigningKeys(config.signingKeys), newSigningKey()]
+    const added = keys[keys.length - 1]
+    return { id: added?.id, SIGNING_KEYS: formatSigningKeys(keys) }
+  }
+  const { id } = Keyring.fromDataDir(config.dataDir).rotate()
+  await withContext(config, (ctx) => record(ctx, 'signing_key.added', { type: 'signing_key', id }))
+  return { id }
 }
 
-/** `tessera webhook ...`: what it prints, or undefined for a command it does not know. */
-async function webhookCommand(
-  ctx: AppContext,
-  sub: string | undefined,
-  arg: string | undefined,
-  values: { events?: string; limit?: string; start?: string },
-): Promise<unknown> {
-  const hooks = ctx.webhooks.service
-  if (sub === 'list' && arg === undefined) {
-    const all = []
-    for (;;) {
-      const page = await hooks.list(all.at(-1)?.id, 100)
-      all.push(...page)
-      if (page.length < 100) return all
-    }
-  }
-  if (arg === undefined) return undefined
-  if (sub === 'add') {
-    const events = values.events
-      ?.split(',')
-      .map((e) => e.trim())
-      .filter((e) => e !== '')
-    return hooks.create(arg, events, cliActor)
-  }
-  if (sub === 'remove') {
-    await hooks.remove(arg, cliActor)
-    return { id: arg, removed: true }
-  }
-  if (sub === 'ping') return hooks.ping(arg)
-  if (sub === 'deliveries') return hooks.deliveries(arg, values.start, limitOption(values.limit))
-  return undefined
-}
-
-/** `tessera member ...`: what it prints, or undefined for a command it does not know. */
-async function memberCommand(
-  ctx: AppContext,
-  config: ReturnType<typeof toConfig>,
-  [sub, account, a, b, ...rest]: string[],
-  role: string | undefined,
-): Promise<unknown> {
-  if (account === undefined || rest.length > 0) return undefined
-  const { members } = ctx
-  if (sub === 'list' && a === undefined) return members.list(account)
-  if (sub === 'add' && a !== undefined && b === undefined) {
-    const made = await members.invite(account, { email: a, role: role ?? 'developer' }, cliActor)
-    const origin = configuredOrigin(config.http)
-    return {
-      email: made.invitation.email,
-      role: made.invitation.role,
-      invitationUrl: `${origin}/account/invitations/${made.secret}`,
-      expires: made.invitation.expires,
-    }
-  }
-  if (sub === 'set-role' && a !== undefined && b !== undefined) {
-    return members.setRole(account, a, b, cliActor)
-  }
-  if (sub === 'remove' && a !== undefined && b === undefined) {
-    await members.remove(account, a, cliActor)
-    return { account, login: a, removed: true }
-  }
-  return undefined
-}
-
-/** A change the CLI makes outside the services, written into the audit log. */
-const record = (ctx: AppContext, action: AuditAction, target: AuditTarget) =>
-  auditRepo.insert(ctx.db, auditEvent(ctx.tokens.now(), action, cliActor, target))
-
-async function withContext(
-  config: ReturnType<typeof toConfig>,
-  use: (ctx: AppContext) => Promise<void>,
-) {
+async function withContext(config: Config, use: (ctx: AppContext) => Promise<void>) {
   const ctx = await createContext(config)
   try {
     await use(ctx)
@@ -277,14 +145,10 @@ export async function main(argv = process.argv.slice(2)): Promise<number> {
     const known =
       err instanceof UsageError ||
       err instanceof CommandError ||
-      err instanceof AccountError ||
-      err instanceof MemberError ||
       err instanceof ApiError ||
       (err as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION'
-    const text =
-      err instanceof ApiError && err.details
-        ? `${err.message}: ${err.details}`
-        : (err as Error).message
+    // A service's refusal and a contract error say what the error table has them say.
+    const text = err instanceof ApiError ? personText(err, 'line') : (err as Error).message
     // Configuration and the world around (files, ports, the database): one line. A bug: its stack.
     const line = known ? text : (describeFailure(err) ?? (err as Error).stack)
     process.stderr.write(`tessera: ${line}\n`)

@@ -1,5 +1,6 @@
 import type { AppContext } from '../context.js'
 import type { SingleSignOn } from '../people/oidc.js'
+import type { SsoService } from '../people/sso.js'
 import type { SignInThrottle } from './throttle.js'
 
 /** What every page module is given by the plugin. */
@@ -8,4 +9,6 @@ export interface DashboardDeps {
   throttle: SignInThrottle
   /** Single sign-on, when configured (OIDC_ISSUER). */
   sso: SingleSignOn
+  /** The sign-in flows through that provider. */
+  ssoFlows: SsoService
 }

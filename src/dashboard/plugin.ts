@@ -1,9 +1,10 @@
-import type { FastifyError, FastifyInstance } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { AppContext } from '../context.js'
-import { ApiError } from '../errors.js'
+import { ApiError, personText } from '../errors.js'
 import { allows } from '../people/members.js'
 import { SingleSignOn } from '../people/oidc.js'
 import { decoyHash } from '../people/passwords.js'
+import { SsoService } from '../people/sso.js'
 import { assets } from './assets.js'
 import { accountPages } from './pages/account.js'
 import { activityPages } from './pages/activity.js'
@@ -63,7 +64,78 @@ export async function dashboard(app: FastifyInstance, { ctx }: { ctx: AppContext
   app.addHook('onRequest', async (request) => {
     if (request.method === 'POST') checkOrigin(request, app.publicUrl)
   })
-  app.addHook('preHandler', async (request, reply) => {
+  app.addHook('preHandler', admit(ctx))
+  app.addHook('onSend', async (_request, reply, payload) => {
+    // A page may ask for a stricter referrer policy (portal links: no-referrer).
+    const referrer = reply.getHeader('referrer-policy')
+    reply.headers(securityHeaders)
+    if (referrer === 'no-referrer') reply.header('referrer-policy', referrer)
+    // The API's CORS headers are for token clients; pages are for this origin only.
+    reply.removeHeader('access-control-allow-origin')
+    reply.removeHeader('access-control-expose-headers')
+    return payload
+  })
+
+  app.setErrorHandler(errorPage(ctx))
+  app.setNotFoundHandler((_request, reply) =>
+    sendPage(
+      reply,
+      messageView('Page not found', ['There is no page at this address.'], back),
+      404,
+    ),
+  )
+
+  app.get('/assets/:name', { config: { signedOut: true } }, async (request, reply) => {
+    const asset = assets.get((request.params as { name: string }).name)
+    if (asset === undefined) return reply.callNotFound()
+    return reply
+      .header('cache-control', 'public, max-age=31536000, immutable')
+      .type(asset.type)
+      .send(asset.body)
+  })
+
+  const sso = new SingleSignOn(ctx.config.dashboard.oidc, ctx.log)
+  // Discovery begins now; the sign-in page waits a moment for it if it is still under way.
+  void sso.ready(0)
+  const people = { db: ctx.db, accounts: ctx.accounts, now: ctx.tokens.now }
+  const ssoFlows = new SsoService(sso, people, ctx.config.dashboard.signup)
+  const deps = { ctx, throttle, sso, ssoFlows }
+  signInPages(app, deps)
+  tokenPages(app, deps)
+  temporaryPages(app, deps)
+  accountPages(app, deps)
+  activityPages(app, deps)
+  memberPages(app, deps)
+  portalPages(app, deps)
+  ssoPages(app, deps)
+  factorPages(app, deps)
+  passkeyPages(app, deps)
+  confirmPages(app, deps)
+}
+
+const confirmFirst = "Confirm it's you first: sign-in methods change only with a recent proof."
+
+const back = { href: '/account', text: 'Back to your tokens' }
+
+const titles: Record<number, string> = {
+  400: 'Bad request',
+  403: 'Request refused',
+  404: 'Page not found',
+  410: 'Link no longer valid',
+  413: 'Too much data',
+  415: 'Unsupported form',
+  429: 'Too many attempts',
+  503: 'Service unavailable',
+}
+const titleOf = (status: number) =>
+  titles[status] ?? (status >= 500 ? 'Something went wrong' : 'Request refused')
+
+/**
+ * Every page but the signed-out ones: the session, its account and role, the CSRF token, a
+ * 2FA policy and a recent proof, before the handler runs.
+ */
+const admit = (ctx: AppContext) =>
+  async function admitHolder(request: FastifyRequest, reply: FastifyReply) {
     // An unknown page is a 404 for everyone; nothing is learnt by signing in first.
     if (request.routeOptions.config.signedOut || request.is404) return
     const id = sessionId(request)
@@ -109,24 +181,16 @@ export async function dashboard(app: FastifyInstance, { ctx }: { ctx: AppContext
       if (sudo === 'json') return reply.code(403).send({ message: confirmFirst, confirm })
       return reply.code(303).redirect(confirm, 303)
     }
-  })
-  app.addHook('onSend', async (_request, reply, payload) => {
-    // A page may ask for a stricter referrer policy (portal links: no-referrer).
-    const referrer = reply.getHeader('referrer-policy')
-    reply.headers(securityHeaders)
-    if (referrer === 'no-referrer') reply.header('referrer-policy', referrer)
-    // The API's CORS headers are for token clients; pages are for this origin only.
-    reply.removeHeader('access-control-allow-origin')
-    reply.removeHeader('access-control-expose-headers')
-    return payload
-  })
+  }
 
-  app.setErrorHandler((error: FastifyError, request, reply) => {
+/** A refusal or a failure as a page: what the error table tells a person, or that it was us. */
+const errorPage = (ctx: AppContext) =>
+  function dashboardError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
     if (error instanceof Forbidden) {
       return sendPage(reply, messageView('Request refused', [error.message]), 403)
     }
     if (error instanceof ApiError && error.statusCode < 500) {
-      const lines = [error.details ? `${error.message}: ${error.details}.` : `${error.message}.`]
+      const lines = [personText(error, 'page')]
       return sendPage(reply, messageView(titleOf(error.statusCode), lines, back), error.statusCode)
     }
     const status = error.statusCode ?? 500
@@ -143,54 +207,4 @@ export async function dashboard(app: FastifyInstance, { ctx }: { ctx: AppContext
       ]),
       unavailable ? 503 : 500,
     )
-  })
-  app.setNotFoundHandler((_request, reply) =>
-    sendPage(
-      reply,
-      messageView('Page not found', ['There is no page at this address.'], back),
-      404,
-    ),
-  )
-
-  app.get('/assets/:name', { config: { signedOut: true } }, async (request, reply) => {
-    const asset = assets.get((request.params as { name: string }).name)
-    if (asset === undefined) return reply.callNotFound()
-    return reply
-      .header('cache-control', 'public, max-age=31536000, immutable')
-      .type(asset.type)
-      .send(asset.body)
-  })
-
-  const sso = new SingleSignOn(ctx.config.dashboard.oidc, ctx.log)
-  // Discovery begins now; the sign-in page waits a moment for it if it is still under way.
-  void sso.ready(0)
-  const deps = { ctx, throttle, sso }
-  signInPages(app, deps)
-  tokenPages(app, deps)
-  temporaryPages(app, deps)
-  accountPages(app, deps)
-  activityPages(app, deps)
-  memberPages(app, deps)
-  portalPages(app, deps)
-  ssoPages(app, deps)
-  factorPages(app, deps)
-  passkeyPages(app, deps)
-  confirmPages(app, deps)
-}
-
-const confirmFirst = "Confirm it's you first: sign-in methods change only with a recent proof."
-
-const back = { href: '/account', text: 'Back to your tokens' }
-
-const titles: Record<number, string> = {
-  400: 'Bad request',
-  403: 'Request refused',
-  404: 'Page not found',
-  410: 'Link no longer valid',
-  413: 'Too much data',
-  415: 'Unsupported form',
-  429: 'Too many attempts',
-  503: 'Service unavailable',
-}
-const titleOf = (status: number) =>
-  titles[status] ?? (status >= 500 ? 'Something went wrong' : 'Request refused')
+  }

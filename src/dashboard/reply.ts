@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { AccountRecord } from '../accounts/service.js'
-import { ApiError } from '../errors.js'
+import { ApiError, type ErrorKind, personText } from '../errors.js'
 import { sessionActor } from '../http/actor.js'
 import type { Role } from '../people/members.js'
 import type { Session } from '../people/sessions.js'
@@ -78,6 +78,23 @@ export function formError(err: unknown): FormError & { status: number } {
   }
   throw err
 }
+
+/**
+ * The error when it is one of the refusals a page answers itself, next to its form or as a page
+ * of its own; anything else goes on to the plugin's error handler.
+ */
+export function refusal<K extends ErrorKind>(
+  err: unknown,
+  kinds: readonly K[],
+): ApiError & { readonly kind: K } {
+  if (err instanceof ApiError && (kinds as readonly ErrorKind[]).includes(err.kind)) {
+    return err as ApiError & { readonly kind: K }
+  }
+  throw err
+}
+
+/** A refusal next to its form, in the words the error table gives a person. */
+export const refused = (err: ApiError): FormError => ({ message: personText(err, 'page') })
 
 export const form = (request: FastifyRequest) =>
   request.body instanceof URLSearchParams ? request.body : new URLSearchParams()

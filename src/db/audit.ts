@@ -1,21 +1,10 @@
 import { CompiledQuery, type Kysely, PostgresAdapter, type Selectable } from 'kysely'
 import type { AuditAction, AuditEvent, SignInMethod } from '../audit/events.js'
+import type { AuditFilter } from '../audit/log.js'
 import { compiledOnce, powerOfTwoRuns } from './compiled.js'
 import type { AuditEventsTable, Database } from './schema.js'
 
 type Executor = Kysely<Database>
-
-export interface AuditFilter {
-  /** One account's events; all when absent. */
-  username?: string
-  actions?: AuditAction[]
-  /** ISO times: `since` inclusive, `until` exclusive. */
-  since?: string
-  until?: string
-  /** Newest first: events strictly older than this event id. */
-  before?: string
-  limit: number
-}
 
 const clip = (text: string | undefined, max: number) =>
   text === undefined ? null : text.slice(0, max)

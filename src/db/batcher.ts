@@ -1,11 +1,13 @@
-import { Buckets } from '../metrics/histogram.js'
 import { isUnavailable } from './database.js'
 
-/** Every group commit of the process, for /metrics: the size of each batch, and failed writes. */
-export const groupCommits = {
-  sizes: new Buckets([1, 2, 5, 10, 20, 50, 100, 200, 500]),
-  failures: 0,
+/** Where a Batcher reports its group commits (for /metrics): each batch's size, failed writes. */
+export interface GroupCommitStats {
+  sizes: { observe(size: number): void }
+  failures: number
 }
+
+/** For a Batcher whose figures nobody reads. */
+const unread = (): GroupCommitStats => ({ sizes: { observe() {} }, failures: 0 })
 
 /**
  * Group commit: items are written together, in one statement and one transaction. At most
@@ -24,6 +26,7 @@ export class Batcher<T> {
     private readonly write: (items: T[]) => Promise<void>,
     private readonly max = 500,
     private readonly depth = 1,
+    private readonly stats: GroupCommitStats = unread(),
   ) {}
 
   add(item: T): Promise<void> {
@@ -45,12 +48,12 @@ export class Batcher<T> {
   private async flush() {
     this.writing++
     const batch = this.pending.splice(0, this.max)
-    groupCommits.sizes.observe(batch.length)
+    this.stats.sizes.observe(batch.length)
     try {
       await this.write(batch.map((b) => b.item))
       for (const b of batch) b.resolve()
     } catch (err) {
-      groupCommits.failures++
+      this.stats.failures++
       // The database away (or a write out too long): every item would fail the same way, after
       // the same wait, and a pipelined write's outcome is unknown (PostgreSQL may still commit
       // it): retrying its items could only find them written. All fail with the error (503).
@@ -58,7 +61,7 @@ export class Batcher<T> {
       else {
         for (const b of batch) {
           await this.write([b.item]).then(b.resolve, (e) => {
-            groupCommits.failures++
+            this.stats.failures++
             b.reject(e)
           })
         }

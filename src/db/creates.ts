@@ -1,10 +1,10 @@
 import { CompiledQuery, PostgresAdapter } from 'kysely'
 import type { AuditEvent } from '../audit/events.js'
 import { jsonString } from '../json.js'
-import { tokenDocument } from '../tokens/document.js'
 import { auditRepo, outboxLockId, toOutboxRow, toRow } from './audit.js'
 import { type Db, pipelined } from './database.js'
-import { type TokenRecord, tokensRepo } from './repositories.js'
+import { tokensRepo } from './repositories.js'
+import { type TokenRecord, tokenDocument } from './token-document.js'
 
 /**
  * New tokens, their audit events and the events' outbox rows in one statement: one round trip
@@ -84,13 +84,8 @@ const clip = (s: string | undefined): string =>
  * (docs/performance.md). test/unit/creates-json.test.ts checks that the texts are the same.
  */
 export function rowsJson(tokens: TokenRecord[], events: AuditEvent[]): RowsJson {
-  // Commas before all but the first row: slicing a string built of pieces would copy it.
-  let t = '['
-  for (let i = 0; i < tokens.length; i++) {
-    const r = tokens[i] as TokenRecord
-    t += `${i === 0 ? '' : ','}{"id":${jsonString(r.id)},"username":${jsonString(r.username)},"usage":${jsonString(r.usage)},"is_default":${r.isDefault ? 1 : 0},"scopeless":${r.scopeless ? 1 : 0},"key_id":${jsonString(r.keyId)},"created":${jsonString(r.created)},"modified":${jsonString(r.modified)}}`
-  }
   escapes = false
+  // Commas before all but the first row: slicing a string built of pieces would copy it.
   let a = '['
   let o = '['
   for (let i = 0; i < events.length; i++) {
@@ -101,26 +96,57 @@ export function rowsJson(tokens: TokenRecord[], events: AuditEvent[]): RowsJson 
     const action = json(e.action)
     const { actor, target } = e
     const type = json(actor.type)
-    let body = `{"id":${id},"at":${at},"action":${action},"actor":{"type":${type}`
-    if (actor.id !== undefined) body += `,"id":${json(actor.id)}`
-    if (actor.usage !== undefined) body += `,"usage":${json(actor.usage)}`
-    if (actor.login !== undefined) body += `,"login":${json(actor.login)}`
-    if (actor.method !== undefined) body += `,"method":${json(actor.method)}`
     const targetType = json(target.type)
-    body += `},"target":{"type":${targetType}`
-    if (target.id !== undefined) body += `,"id":${json(target.id)}`
-    body += '}'
-    if (e.account !== undefined) body += `,"account":${json(e.account)}`
-    if (e.address !== undefined) body += `,"address":${json(e.address)}`
-    if (e.requestId !== undefined) body += `,"requestId":${json(e.requestId)}`
     const details = e.details === undefined ? 'null' : JSON.stringify(e.details)
     if (details.includes('\\u')) escapes = true
-    if (e.details !== undefined) body += `,"details":${details}`
+    const body = eventJson(
+      e,
+      `{"id":${id},"at":${at},"action":${action}`,
+      type,
+      targetType,
+      details,
+    )
     const username = clip(e.account)
     a += `${comma}{"id":${id},"at":${at},"action":${action},"actor_type":${type},"actor_id":${clip(actor.id)},"actor_usage":${jsonOrNull(actor.usage)},"actor_login":${jsonOrNull(actor.login)},"actor_method":${jsonOrNull(actor.method)},"username":${username},"target_type":${targetType},"target_id":${clip(target.id)},"address":${clip(e.address)},"request_id":${clip(e.requestId)},"details":${details}}`
-    o += `${comma}{"event_id":${id},"at":${at},"action":${action},"username":${username},"body":${body}}}`
+    o += `${comma}{"event_id":${id},"at":${at},"action":${action},"username":${username},"body":${body}}`
   }
-  return { tokens: `${t}]`, audit: `${a}]`, outbox: `${o}]`, escapes }
+  return { tokens: tokenRowsJson(tokens), audit: `${a}]`, outbox: `${o}]`, escapes }
+}
+
+function tokenRowsJson(tokens: TokenRecord[]): string {
+  let t = '['
+  for (let i = 0; i < tokens.length; i++) {
+    const r = tokens[i] as TokenRecord
+    t += `${i === 0 ? '' : ','}{"id":${jsonString(r.id)},"username":${jsonString(r.username)},"usage":${jsonString(r.usage)},"is_default":${r.isDefault ? 1 : 0},"scopeless":${r.scopeless ? 1 : 0},"key_id":${jsonString(r.keyId)},"created":${jsonString(r.created)},"modified":${jsonString(r.modified)}}`
+  }
+  return `${t}]`
+}
+
+/**
+ * The event as JSON.stringify writes it, from its opening (id, at, action) and the values
+ * rowsJson has written already, which the audit row repeats.
+ */
+function eventJson(
+  e: AuditEvent,
+  opening: string,
+  type: string,
+  targetType: string,
+  details: string,
+): string {
+  const { actor, target } = e
+  let body = `${opening},"actor":{"type":${type}`
+  if (actor.id !== undefined) body += `,"id":${json(actor.id)}`
+  if (actor.usage !== undefined) body += `,"usage":${json(actor.usage)}`
+  if (actor.login !== undefined) body += `,"login":${json(actor.login)}`
+  if (actor.method !== undefined) body += `,"method":${json(actor.method)}`
+  body += `},"target":{"type":${targetType}`
+  if (target.id !== undefined) body += `,"id":${json(target.id)}`
+  body += '}'
+  if (e.account !== undefined) body += `,"account":${json(e.account)}`
+  if (e.address !== undefined) body += `,"address":${json(e.address)}`
+  if (e.requestId !== undefined) body += `,"requestId":${json(e.requestId)}`
+  if (e.details !== undefined) body += `,"details":${details}`
+  return `${body}}`
 }
 
 /**

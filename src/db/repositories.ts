@@ -1,7 +1,9 @@
-import { type Kysely, type Selectable, sql } from 'kysely'
-import { type TokenView, tokenDocument } from '../tokens/document.js'
+import type { Kysely, Selectable } from 'kysely'
 import { compiledOnce, powerOfTwoRuns } from './compiled.js'
 import type { AccountsTable, Database, TokensTable } from './schema.js'
+import { type TokenRecord, type TokenView, tokenDocument } from './token-document.js'
+
+export type { TokenRecord }
 
 type Executor = Kysely<Database>
 
@@ -13,28 +15,6 @@ export interface AccountRecord {
   disabled: boolean
 }
 
-export interface TokenRecord {
-  id: string
-  username: string
-  usage: 'pk' | 'sk'
-  isDefault: boolean
-  note: string
-  scopes: string[]
-  allowedUrls: string[] | null
-  /** IP ranges it may be used from (Tessera); absent or null: anywhere. */
-  allowedIps?: string[] | null
-  scopeless: boolean
-  keyId: string
-  created: string
-  modified: string
-  /** A rolled token's end, epoch ms: refused from then on (the wire object does not show it). */
-  retiresAt?: number
-  /** When it was reported leaked and kept (flagged), ISO 8601. */
-  leaked?: string
-  /** Made by a roll: the id of the first token of its line of rolls (see TokenService.roll). */
-  lineage?: string
-}
-
 /** Where and how a token kept after a leak report was found: its latest `token.leaked` event. */
 export interface LeakEvidence {
   at: string
@@ -42,18 +22,6 @@ export interface LeakEvidence {
   via?: string
   url?: string
   source?: string
-}
-
-export type SortBy = 'created' | 'modified'
-
-export interface ListFilter {
-  username: string
-  usage?: 'pk' | 'sk'
-  isDefault?: boolean
-  sortby: SortBy
-  /** Keyset position: rows strictly after (timestamp, id) in the listing's order. */
-  after?: { at: string; id: string }
-  limit: number
 }
 
 const toAccount = (row: Selectable<AccountsTable>): AccountRecord => ({
@@ -64,7 +32,7 @@ const toAccount = (row: Selectable<AccountsTable>): AccountRecord => ({
   disabled: row.disabled === 1,
 })
 
-const toToken = (row: Selectable<TokensTable>): TokenRecord => {
+export const toToken = (row: Selectable<TokensTable>): TokenRecord => {
   const view = JSON.parse(row.document) as TokenView
   return {
     id: row.id,
@@ -105,16 +73,18 @@ export const tokenRow = <D>(t: TokenRecord, document: D) => ({
   document,
 })
 
-/**
- * An entry of a list page, one string per row (SQLite builds a row's values into JS strings and
- * an object at a price per column): an `sk` entry is its stored document; a `pk` entry is
- * `<key id> <token id> <document>`, what its token string is derived from. Neither id has a space.
- */
-export type ListedEntry = string
-
-const listedEntry = sql<string>`case when usage = 'sk' then document else key_id || ' ' || id || ' ' || document end`
-
 export const accountsRepo = {
+  /**
+   * Takes the account's row lock (PostgreSQL) so that two changes to its members cannot both
+   * remove "the other" owner; SQLite writes one transaction at a time anyway.
+   */
+  async lock(trx: Executor, username: string): Promise<void> {
+    await trx
+      .updateTable('accounts')
+      .set((eb) => ({ username: eb.ref('username') }))
+      .where('username', '=', username)
+      .execute()
+  },
   async insert(db: Executor, a: AccountRecord): Promise<void> {
     await db
       .insertInto('accounts')
@@ -306,63 +276,5 @@ export const tokensRepo = {
       .where('username', '=', username)
       .executeTakeFirst()
     return result.numDeletedRows > 0n
-  },
-
-  async list(db: Executor, f: ListFilter): Promise<ListedEntry[]> {
-    const column = f.sortby
-    const direction = f.sortby === 'created' ? 'asc' : 'desc'
-    const { usage, isDefault, after } = f
-    const isDefaultValue = isDefault === undefined ? undefined : isDefault ? 1 : 0
-    const parameters: unknown[] = [f.username]
-    if (usage !== undefined) parameters.push(usage)
-    if (isDefaultValue !== undefined) parameters.push(isDefaultValue)
-    if (after !== undefined) parameters.push(after.at, after.id)
-    parameters.push(f.limit)
-    const shape = `list ${column} ${usage !== undefined} ${isDefault !== undefined} ${after !== undefined}`
-    const { rows } = await db.executeQuery(
-      compiledOnce(db, shape, parameters, () => {
-        let q = db
-          .selectFrom('tokens')
-          .select(listedEntry.as('entry'))
-          .where('username', '=', f.username)
-        if (usage !== undefined) q = q.where('usage', '=', usage)
-        if (isDefaultValue !== undefined) q = q.where('is_default', '=', isDefaultValue)
-        if (after !== undefined) {
-          const op = direction === 'asc' ? '>' : '<'
-          q = q.where((eb) => eb(eb.refTuple(column, 'id'), op, eb.tuple(after.at, after.id)))
-        }
-        return q.orderBy(column, direction).orderBy('id', direction).limit(f.limit)
-      }),
-    )
-    return (rows as { entry: string }[]).map((row) => row.entry)
-  },
-  /**
-   * A page of whole records in created order (the dashboard): after a position, or before one
-   * (then read backwards, nearest first, and returned in created order).
-   */
-  async browse(
-    db: Executor,
-    f: {
-      username: string
-      after?: { at: string; id: string }
-      before?: { at: string; id: string }
-      limit: number
-    },
-  ): Promise<{ rows: TokenRecord[] }> {
-    const backwards = f.before !== undefined
-    const at = f.before ?? f.after
-    const direction = backwards ? 'desc' : 'asc'
-    let q = db.selectFrom('tokens').selectAll().where('username', '=', f.username)
-    if (at !== undefined) {
-      q = q.where((eb) =>
-        eb(eb.refTuple('created', 'id'), backwards ? '<' : '>', eb.tuple(at.at, at.id)),
-      )
-    }
-    const rows = await q
-      .orderBy('created', direction)
-      .orderBy('id', direction)
-      .limit(f.limit)
-      .execute()
-    return { rows: rows.map(toToken) }
   },
 }

@@ -20,7 +20,7 @@ export interface TokensTable {
   key_id: string
   created: string
   modified: string
-  /** The token object of the wire without `token`, as JSON (see tokens/document.ts). */
+  /** The token object of the wire without `token`, as JSON (see db/token-document.ts). */
   document: string
   /** A rolled token's end (ISO 8601): valid before, revoked from then on; null otherwise. */
   retires: string | null

@@ -4,7 +4,9 @@ import type { AccountRecord } from '../db/repositories.js'
 import { ApiError } from '../errors.js'
 import { intervalS, type RateLimitResult } from '../ratelimit/limiter.js'
 import { type Principal, rateKeyOf } from '../tokens/principal.js'
-import { handedOver } from './handover.js'
+import type { Validation } from '../tokens/validator.js'
+import { refusal, type Valid } from './ahead/admission.js'
+import { handedOver } from './ahead/handover.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -101,37 +103,10 @@ export const andThen = <T, R>(value: T | Promise<T>, next: (value: T) => R): R |
 export function guard(ctx: AppContext) {
   const check = (request: FastifyRequest, reply: FastifyReply) => {
     const token = accessToken(request)
-    // A fast path may have validated it already (fast-create.ts): once a request.
+    // A fast path may have validated it already (ahead/create.ts): once a request.
     const validation =
-      token === undefined ? undefined : (handedOver.get(request.raw) ?? ctx.tokens.validate(token))
-    return andThen(validation, (validation) => {
-      if (validation !== undefined) ctx.metrics.validated(validation)
-      // A token restricted to IP ranges, used from elsewhere, authorises nothing (Tessera).
-      if (
-        validation?.code !== 'TokenValid' ||
-        (validation.principal.allowedIps !== undefined &&
-          !validation.principal.allowedIps(request.ip))
-      ) {
-        return andThen(rateLimit(ctx, reply, `ip:${request.ip}`, false), () => {
-          throw new ApiError('unauthorized')
-        })
-      }
-      const { principal } = validation
-      return andThen(rateLimit(ctx, reply, rateKeyOf(principal)), () => {
-        const { username } = request.params as { username: string }
-        return andThen(ctx.accounts.find(username), (account) => {
-          if (account === undefined) throw new ApiError('noSuchUser')
-          if (principal.username !== account.username) {
-            throw new ApiError('notFound', 'the token belongs to another account')
-          }
-          const scope = request.routeOptions.config.scope as string
-          if (!principal.scopes.has(scope))
-            throw new ApiError('notFound', `the token lacks ${scope}`)
-          request.principal = principal
-          request.account = account
-        })
-      })
-    })
+      token === undefined ? undefined : (handedOver(request.raw) ?? ctx.tokens.validate(token))
+    return andThen(validation, (validation) => admit(ctx, request, reply, validation))
   }
   return (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
     let result: unknown
@@ -143,4 +118,35 @@ export function guard(ctx: AppContext) {
     if (result instanceof Promise) result.then(() => done(), done)
     else done()
   }
+}
+
+/** The guard's checks on a token's validation, in the contract's order (see `guard`). */
+function admit(
+  ctx: AppContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  validation: Validation | undefined,
+) {
+  if (validation !== undefined) ctx.metrics.validated(validation)
+  const { username } = request.params as { username: string }
+  const scope = request.routeOptions.config.scope as string
+  const refused = refusal(validation, username, scope, request.ip)
+  if (refused === 'unauthorized') {
+    return andThen(rateLimit(ctx, reply, `ip:${request.ip}`, false), () => {
+      throw new ApiError('unauthorized')
+    })
+  }
+  // Any other refusal, or none, comes of a valid token.
+  const { principal } = validation as Valid
+  return andThen(rateLimit(ctx, reply, rateKeyOf(principal)), () =>
+    andThen(ctx.accounts.find(username), (account) => {
+      if (account === undefined) throw new ApiError('noSuchUser')
+      if (refused === 'otherAccount') {
+        throw new ApiError('notFound', 'the token belongs to another account')
+      }
+      if (refused === 'lacksScope') throw new ApiError('notFound', `the token lacks ${scope}`)
+      request.principal = principal
+      request.account = account
+    }),
+  )
 }

@@ -4,9 +4,11 @@ import type { FastifySchemaCompiler } from 'fastify'
 import { ApiError, type ErrorKind, errorTable } from '../errors.js'
 import { jsonDepthExceeds, limits } from './limits.js'
 
-const kindByMessage = new Map<string, ErrorKind>(
-  Object.entries(errorTable).map(([kind, [, message]]) => [message, kind as ErrorKind]),
-)
+/** A message to its kind: the contract's own row, never a refusal that borrows its message. */
+const kindByMessage = new Map<string, ErrorKind>()
+for (const [kind, [, message]] of Object.entries(errorTable)) {
+  if (!kindByMessage.has(message)) kindByMessage.set(message, kind as ErrorKind)
+}
 
 /**
  * Validates with TypeBox's compiled checker: no coercion, so a number is never taken for a
@@ -31,7 +33,7 @@ export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, http
 /**
  * A request body as the API reads it, whatever its declared type: JSON within the depth limit
  * (the contract's 422 otherwise); an empty body is no body. Fastify's body parser (app.ts) and
- * the create fast path (fast-create.ts).
+ * the create fast path (http/ahead/create.ts).
  */
 export function parseBody(text: string): unknown {
   if (text === '') return undefined

@@ -1,15 +1,13 @@
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client'
-import { groupCommits } from '../db/batcher.js'
 import type { RateLimiter } from '../ratelimit/limiter.js'
 import { RedisRateLimiter } from '../ratelimit/redis.js'
-import type { TokenCache } from '../tokens/cache.js'
-import type { Validation } from '../tokens/validator.js'
-import { PlainHistogram } from './histogram.js'
+import { Buckets, PlainHistogram } from './histogram.js'
 import { RequestStats } from './requests.js'
 
 /** What the metrics read when scraped, from the context that owns it. */
 export interface MetricSources {
-  cache: TokenCache
+  /** The token-record cache's figures. */
+  cache: { readonly hits: number; readonly misses: number; readonly size: number }
   rateLimiter: RateLimiter
   feedLive(): boolean
   ready(): boolean
@@ -17,7 +15,43 @@ export interface MetricSources {
   processMetrics: boolean
 }
 
-type Stored = Exclude<Validation['code'], 'TokenMalformed'>
+type Stored = 'TokenValid' | 'TokenInvalid' | 'TokenExpired' | 'TokenRevoked'
+
+/** A validation as counted: its code, and the usage of a token string that parsed. */
+export type CountedValidation =
+  | { code: 'TokenMalformed' }
+  | { code: Stored; parsed: { usage: 'pk' | 'sk' | 'tk' } }
+
+type Row = [Record<string, string>, number]
+
+/** prom-client metrics of one registry whose values are read from plain numbers when scraped. */
+function readers(registry: Registry) {
+  const registers = [registry]
+  return {
+    counter(name: string, help: string, labelNames: string[], read: () => Row[]) {
+      new Counter({
+        name,
+        help,
+        labelNames,
+        registers,
+        collect() {
+          this.reset()
+          for (const [labels, value] of read()) this.inc(labels, value)
+        },
+      })
+    },
+    gauge(name: string, help: string, read: () => number) {
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(read())
+        },
+      })
+    },
+  }
+}
 
 /**
  * Counters for Prometheus: plain numbers on the hot paths, turned into prom-client metrics only
@@ -36,38 +70,27 @@ export class Metrics {
   private malformed = 0
   /** Rate-limit verdicts: within the limit, or past it (refused with 429, or already a 401). */
   readonly rateLimit = { allowed: 0, limited: 0 }
-  /**
-   * By where they were seen: a request answered 503, a usage flush that failed. Failed group
-   * commits are counted by the Batcher, for the whole process.
-   */
+  /** By where they were seen: a request answered 503, a usage flush that failed. */
   readonly databaseErrors = { request: 0, usage: 0 }
+  /** The group commits of this context's Batchers: each batch's size, failed writes. */
+  readonly groupCommits = { sizes: new Buckets([1, 2, 5, 10, 20, 50, 100, 200, 500]), failures: 0 }
 
   constructor(sources: MetricSources) {
-    const registers = [this.registry]
-    const { cache, rateLimiter } = sources
     if (sources.processMetrics) collectDefaultMetrics({ register: this.registry })
-    const counter = (name: string, help: string, labelNames: string[], read: () => Row[]) =>
-      new Counter({
-        name,
-        help,
-        labelNames,
-        registers,
-        collect() {
-          this.reset()
-          for (const [labels, value] of read()) this.inc(labels, value)
-        },
-      })
-    const gauge = (name: string, help: string, read: () => number) =>
-      new Gauge({
-        name,
-        help,
-        registers,
-        collect() {
-          this.set(read())
-        },
-      })
+    this.registerRequests()
+    this.registerTokens(sources)
+    this.registerDatabase(sources)
+    this.registerRedis(sources.rateLimiter)
+  }
 
-    counter(
+  /** A validation answered (retrieve, or the guard of an authenticated route). */
+  validated(validation: CountedValidation): void {
+    if (validation.code === 'TokenMalformed') this.malformed++
+    else this.validations[validation.code][validation.parsed.usage]++
+  }
+
+  private registerRequests() {
+    readers(this.registry).counter(
       'tessera_http_requests_total',
       'Requests by route and status',
       ['method', 'route', 'status'],
@@ -82,6 +105,10 @@ export class Metrics {
       },
       () => this.requests.durations(),
     )
+  }
+
+  private registerTokens({ cache }: MetricSources) {
+    const { counter, gauge } = readers(this.registry)
     counter(
       'tessera_validations_total',
       'Token validations by code and usage',
@@ -102,6 +129,10 @@ export class Metrics {
       [{ decision: 'allowed' }, this.rateLimit.allowed],
       [{ decision: 'limited' }, this.rateLimit.limited],
     ])
+  }
+
+  private registerDatabase(sources: MetricSources) {
+    const { counter, gauge } = readers(this.registry)
     gauge('tessera_change_feed_live', '1 while the change feed keeps token caches exact', () =>
       Number(sources.feedLive()),
     )
@@ -114,7 +145,7 @@ export class Metrics {
       ['where'],
       () => [
         [{ where: 'request' }, this.databaseErrors.request],
-        [{ where: 'group_commit' }, groupCommits.failures],
+        [{ where: 'group_commit' }, this.groupCommits.failures],
         [{ where: 'usage' }, this.databaseErrors.usage],
       ],
     )
@@ -124,32 +155,24 @@ export class Metrics {
         help: 'Items written together by each group commit of the process (tokens, audit events)',
         registry: this.registry,
       },
-      () => [[{}, groupCommits.sizes]],
+      () => [[{}, this.groupCommits.sizes]],
     )
-    if (rateLimiter instanceof RedisRateLimiter) {
-      counter(
-        'tessera_redis_errors_total',
-        'Redis connection errors and failed commands',
-        [],
-        () => [[{}, rateLimiter.errors]],
-      )
-      counter(
-        'tessera_redis_rate_limit_calls_total',
-        'Round trips to Redis for rate-limit counts and leases',
-        [],
-        () => [[{}, rateLimiter.calls]],
-      )
-      gauge('tessera_redis_up', '1 while rate limits are counted in Redis', () =>
-        Number(rateLimiter.shared),
-      )
-    }
   }
 
-  /** A validation answered (retrieve, or the guard of an authenticated route). */
-  validated(validation: Validation): void {
-    if (validation.code === 'TokenMalformed') this.malformed++
-    else this.validations[validation.code][validation.parsed.usage]++
+  private registerRedis(rateLimiter: RateLimiter) {
+    if (!(rateLimiter instanceof RedisRateLimiter)) return
+    const { counter, gauge } = readers(this.registry)
+    counter('tessera_redis_errors_total', 'Redis connection errors and failed commands', [], () => [
+      [{}, rateLimiter.errors],
+    ])
+    counter(
+      'tessera_redis_rate_limit_calls_total',
+      'Round trips to Redis for rate-limit counts and leases',
+      [],
+      () => [[{}, rateLimiter.calls]],
+    )
+    gauge('tessera_redis_up', '1 while rate limits are counted in Redis', () =>
+      Number(rateLimiter.shared),
+    )
   }
 }
-
-type Row = [Record<string, string>, number]

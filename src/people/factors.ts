@@ -1,23 +1,13 @@
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto'
-import { generateSecret, generateURI, verify } from 'otplib'
-import { renderSVG } from 'uqr'
-import { type Actor, type AuditEvent, auditEvent } from '../audit/events.js'
+import { type Actor, auditEvent } from '../audit/events.js'
 import { auditRepo } from '../db/audit.js'
 import type { Db } from '../db/database.js'
-import { type FactorRow, factorsRepo } from '../db/factors.js'
+import { factorsRepo } from '../db/factors.js'
+import { ApiError } from '../errors.js'
 import { isoTime } from '../time.js'
 import type { Keyring } from '../tokens/keyring.js'
+import { RecoveryCodeService } from './recovery-codes.js'
 import { digest, secret } from './secrets.js'
-
-/** A refusal shown next to its form; `last`: the last factor under a requiring policy. */
-export class FactorError extends Error {
-  constructor(
-    message: string,
-    readonly last = false,
-  ) {
-    super(message)
-  }
-}
+import { TotpService } from './totp.js'
 
 export interface FactorView {
   id: string
@@ -29,72 +19,25 @@ export interface FactorView {
 
 const minute = 60_000
 export const pendingLifetimeMs = 5 * minute
-const recoveryCodeCount = 10
-const codeAlphabet = 'abcdefghjkmnpqrstuvwxyz23456789'
-/** A code of the current 30-second window, the one before or the one after (clock skew). */
-const tolerance: [number, number] = [30, 30]
-
-/** `xxxxx-xxxxx` from an alphabet without look-alikes: about 49 bits each. */
-function recoveryCode(): string {
-  const bytes = randomBytes(10)
-  let text = ''
-  for (const b of bytes) text += codeAlphabet[b % codeAlphabet.length]
-  return `${text.slice(0, 5)}-${text.slice(5)}`
-}
-const normalCode = (code: string) => code.trim().toLowerCase().replace(/[\s-]/g, '')
 
 /**
- * Second factors: authenticator apps (TOTP, RFC 6238), passkeys, recovery codes, the sign-ins
- * that wait for one, and an account's policy. TOTP secrets are encrypted (AES-256-GCM) with a
- * key derived from a signing key, which is never in the database; each ciphertext names its
- * signing key, and a code accepted re-encrypts under the current one.
+ * Second factors: authenticator apps and recovery codes (in their own modules, reached through
+ * this one service), passkeys as listed factors, the sign-ins that wait for one, and an
+ * account's policy.
  */
 export class FactorService {
+  private readonly totp: TotpService
+  private readonly recoveryCodes: RecoveryCodeService
+
   constructor(
     private readonly db: Db,
-    private readonly keyring: Keyring,
+    keyring: Keyring,
     private readonly now: () => number,
     /** DASHBOARD_REQUIRE_2FA: every member of every account. */
     private readonly requiredEverywhere: boolean,
-  ) {}
-
-  private event(
-    action: AuditEvent['action'],
-    actor: Actor,
-    username: string,
-    details?: Record<string, unknown>,
-  ): AuditEvent {
-    const target = { type: 'member' as const, id: actor.login }
-    return auditEvent(this.now(), action, actor, target, username, details)
-  }
-
-  private key(id: string): Buffer {
-    const signing = this.keyring.get(id)
-    if (signing === undefined)
-      throw new FactorError('This authenticator app can no longer be read.')
-    return Buffer.from(hkdfSync('sha256', signing.secret, 'tessera-factors', id, 32))
-  }
-
-  private seal(plain: string): string {
-    const { id } = this.keyring.current
-    const iv = randomBytes(12)
-    const cipher = createCipheriv('aes-256-gcm', this.key(id), iv)
-    const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()])
-    const parts = [iv, cipher.getAuthTag(), body].map((b) => b.toString('base64url'))
-    return `v1.${id}.${parts.join('.')}`
-  }
-
-  private open(sealed: string): string {
-    const [version, id, iv, tag, body] = sealed.split('.')
-    if (version !== 'v1' || !id || !iv || !tag || body === undefined) {
-      throw new FactorError('This authenticator app can no longer be read.')
-    }
-    const decipher = createDecipheriv('aes-256-gcm', this.key(id), Buffer.from(iv, 'base64url'))
-    decipher.setAuthTag(Buffer.from(tag, 'base64url'))
-    return Buffer.concat([
-      decipher.update(Buffer.from(body, 'base64url')),
-      decipher.final(),
-    ]).toString('utf8')
+  ) {
+    this.totp = new TotpService(db, keyring, now)
+    this.recoveryCodes = new RecoveryCodeService(db, now)
   }
 
   async list(login: string): Promise<FactorView[]> {
@@ -141,90 +84,16 @@ export class FactorService {
     })
   }
 
-  /**
-   * Begins enrolling an authenticator app: a new secret (an earlier unconfirmed one is
-   * dropped), as text, as an otpauth URI and as a QR code (SVG).
-   */
-  async startTotp(login: string): Promise<{ secret: string; uri: string; svg: string }> {
-    const plain = generateSecret()
-    const uri = generateURI({ issuer: 'Tessera', label: login, secret: plain })
-    await this.db.transaction().execute(async (trx) => {
-      await factorsRepo.dropUnconfirmed(trx, login)
-      await factorsRepo.insert(trx, {
-        ...blankFactor,
-        id: `f_${secret().slice(0, 22)}`,
-        login,
-        kind: 'totp',
-        name: 'Authenticator app',
-        secret: this.seal(plain),
-        confirmed: 0,
-        created: isoTime(this.now()),
-      })
-    })
-    return { secret: plain, uri, svg: renderSVG(uri) }
+  startTotp(login: string) {
+    return this.totp.start(login)
   }
 
-  /** The secret of the app being enrolled, to show it again with a refused code. */
-  async pendingTotp(
-    login: string,
-  ): Promise<{ secret: string; uri: string; svg: string } | undefined> {
-    const row = (await factorsRepo.ofPerson(this.db, login)).find(
-      (r) => r.kind === 'totp' && r.confirmed === 0,
-    )
-    if (row?.secret == null) return undefined
-    const plain = this.open(row.secret)
-    const uri = generateURI({ issuer: 'Tessera', label: login, secret: plain })
-    return { secret: plain, uri, svg: renderSVG(uri) }
+  pendingTotp(login: string) {
+    return this.totp.pending(login)
   }
 
-  /**
-   * Confirms the app being enrolled with its first code; answers the new recovery codes when
-   * the person had none (shown once).
-   */
-  async confirmTotp(
-    login: string,
-    code: string,
-    actor: Actor,
-    username: string,
-  ): Promise<string[] | undefined> {
-    const row = (await factorsRepo.ofPerson(this.db, login)).find(
-      (r) => r.kind === 'totp' && r.confirmed === 0,
-    )
-    if (row === undefined)
-      throw new FactorError('Start again: no authenticator app is being set up.')
-    if (!(await this.takeTotp(row, code))) {
-      throw new FactorError('That code is not right. Enter the code the app shows now.')
-    }
-    const hadCodes = (await factorsRepo.unusedCodes(this.db, login)).length > 0
-    const codes = hadCodes ? undefined : Array.from({ length: recoveryCodeCount }, recoveryCode)
-    await this.db.transaction().execute(async (trx) => {
-      // Only one authenticator app: a newer one replaces the one before.
-      for (const other of await factorsRepo.ofPerson(trx, login)) {
-        if (other.kind === 'totp' && other.id !== row.id)
-          await factorsRepo.remove(trx, login, other.id)
-      }
-      if (codes !== undefined) await factorsRepo.replaceCodes(trx, login, codes.map(hashCode))
-      await auditRepo.insert(trx, this.event('factor.added', actor, username, { kind: 'totp' }))
-    })
-    return codes
-  }
-
-  /** A TOTP code for the factor, once: its step must be later than the last one taken. */
-  private async takeTotp(row: FactorRow, code: string): Promise<boolean> {
-    const token = code.replace(/\s/g, '')
-    if (!/^\d{6}$/.test(token) || row.secret === null) return false
-    const plain = this.open(row.secret)
-    const result = await verify({
-      secret: plain,
-      token,
-      epoch: Math.floor(this.now() / 1000),
-      epochTolerance: tolerance,
-      afterTimeStep: Number(row.last_step),
-    })
-    if (!result.valid || !('timeStep' in result)) return false
-    // Re-encrypted under the current signing key at every use.
-    const at = isoTime(this.now())
-    return factorsRepo.takeStep(this.db, row.id, result.timeStep, at, this.seal(plain))
+  confirmTotp(login: string, code: string, actor: Actor, username: string) {
+    return this.totp.confirm(login, code, actor, username)
   }
 
   /**
@@ -237,43 +106,20 @@ export class FactorService {
     actor: Actor,
     username: string,
   ): Promise<'totp' | 'recovery' | undefined> {
-    const rows = await factorsRepo.ofPerson(this.db, login)
-    for (const row of rows) {
-      if (row.kind === 'totp' && row.confirmed === 1 && (await this.takeTotp(row, code))) {
-        return 'totp'
-      }
-    }
-    const normal = normalCode(code)
-    if (normal.length !== 10) return undefined
-    const used = await this.db.transaction().execute(async (trx) => {
-      if (!(await factorsRepo.useCode(trx, login, digest(normal), isoTime(this.now())))) {
-        return false
-      }
-      const left = (await factorsRepo.unusedCodes(trx, login)).length
-      await auditRepo.insert(trx, this.event('recovery_code.used', actor, username, { left }))
-      return true
-    })
-    return used ? 'recovery' : undefined
+    if (await this.totp.check(login, code)) return 'totp'
+    return (await this.recoveryCodes.use(login, code, actor, username)) ? 'recovery' : undefined
   }
 
-  /** Ten new recovery codes, shown once; the earlier set stops working. */
-  async newRecoveryCodes(login: string, actor: Actor, username: string): Promise<string[]> {
-    const codes = Array.from({ length: recoveryCodeCount }, recoveryCode)
-    await this.db.transaction().execute(async (trx) => {
-      await factorsRepo.replaceCodes(trx, login, codes.map(hashCode))
-      await auditRepo.insert(trx, this.event('recovery_codes.generated', actor, username))
-    })
-    return codes
+  newRecoveryCodes(login: string, actor: Actor, username: string) {
+    return this.recoveryCodes.replace(login, actor, username)
   }
 
-  async recoveryCodesLeft(login: string): Promise<number> {
-    return (await factorsRepo.unusedCodes(this.db, login)).length
+  recoveryCodesLeft(login: string) {
+    return this.recoveryCodes.left(login)
   }
 
-  /** Whether every one of `codes` is an unused recovery code of the person (the download). */
-  async areCodesOf(login: string, codes: string[]): Promise<boolean> {
-    const unused = new Set(await factorsRepo.unusedCodes(this.db, login))
-    return codes.length > 0 && codes.every((c) => unused.has(hashCode(c)))
+  areCodesOf(login: string, codes: string[]) {
+    return this.recoveryCodes.areCodesOf(login, codes)
   }
 
   /**
@@ -290,18 +136,20 @@ export class FactorService {
     await this.db.transaction().execute(async (trx) => {
       const rows = (await factorsRepo.ofPerson(trx, login)).filter((r) => r.confirmed === 1)
       const row = rows.find((r) => r.id === id)
-      if (row === undefined) throw new FactorError('There is no such sign-in method.')
+      if (row === undefined) throw new ApiError('noSuchFactor', 'There is no such sign-in method.')
       if (required && rows.length === 1) {
-        throw new FactorError(
+        throw new ApiError(
+          'lastFactor',
           'Your account requires a second factor: add another before you remove this one.',
-          true,
         )
       }
       await factorsRepo.remove(trx, login, id)
       if (rows.length === 1) await factorsRepo.replaceCodes(trx, login, [])
+      const target = { type: 'member' as const, id: actor.login }
+      const details = { kind: row.kind, name: row.name }
       await auditRepo.insert(
         trx,
-        this.event('factor.removed', actor, username, { kind: row.kind, name: row.name }),
+        auditEvent(this.now(), 'factor.removed', actor, target, username, details),
       )
     })
   }
@@ -331,22 +179,4 @@ export class FactorService {
   async prune(): Promise<void> {
     await factorsRepo.prune(this.db, isoTime(this.now() - 60 * minute))
   }
-}
-
-const hashCode = (code: string) => digest(normalCode(code))
-
-const blankFactor: FactorRow = {
-  id: '',
-  login: '',
-  kind: '',
-  name: '',
-  secret: null,
-  last_step: 0,
-  credential_id: null,
-  public_key: null,
-  counter: 0,
-  transports: null,
-  confirmed: 1,
-  created: '',
-  last_used: null,
 }

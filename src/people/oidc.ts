@@ -4,7 +4,6 @@ import { rootCertificates } from 'node:tls'
 import * as client from 'openid-client'
 import type { Logger } from 'pino'
 import type { Config } from '../config.js'
-import type { Identity } from './members.js'
 
 type Settings = NonNullable<Config['dashboard']['oidc']>
 
@@ -13,6 +12,15 @@ export interface FlowChecks {
   state: string
   nonce: string
   verifier: string
+}
+
+/** What a single sign-on provider vouched for (the ID token's claims). */
+export interface Identity {
+  issuer: string
+  subject: string
+  email?: string
+  emailVerified: boolean
+  name?: string
 }
 
 /** A sign-in the provider's answer did not allow; `message` is for the person. */

@@ -1,4 +1,5 @@
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto'
+import { ApiError } from '../errors.js'
 
 /** Passwords of account holders (DASHBOARD.md section 2): 12 to 256 characters, scrypt. */
 export const minPasswordLength = 12
@@ -64,4 +65,13 @@ export function passwordProblem(password: string): string | undefined {
     return `Passwords must be ${minPasswordLength} to ${maxPasswordLength} characters long`
   }
   return undefined
+}
+
+/** Refuses a new password that cannot be used, or that its confirmation does not repeat. */
+export function checkNewPassword(password: string, confirm?: string) {
+  const problem = passwordProblem(password)
+  if (problem !== undefined) throw new ApiError('badPassword', problem)
+  if (confirm !== undefined && confirm !== password) {
+    throw new ApiError('passwordMismatch', 'The two passwords are not the same')
+  }
 }

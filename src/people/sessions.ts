@@ -1,34 +1,24 @@
-import { usernamePattern } from '../accounts/directory.js'
 import type { AccountService } from '../accounts/service.js'
-import { type Actor, type AuditEvent, auditEvent, type SignInMethod } from '../audit/events.js'
+import { type Actor, auditEvent, type SignInMethod } from '../audit/events.js'
 import { auditRepo } from '../db/audit.js'
 import type { Db } from '../db/database.js'
 import { holdersRepo } from '../db/holders.js'
-import { peopleRepo } from '../db/people.js'
-import type { AccountRecord } from '../db/repositories.js'
+import { ApiError } from '../errors.js'
 import { isoTime } from '../time.js'
-import { decoyHash, hashPassword, passwordProblem, verifyPassword } from './passwords.js'
+import { accountTarget, openAccountsOf, type PeopleDeps } from './membership.js'
+import { checkNewPassword, hashPassword } from './passwords.js'
 import { digest, secret } from './secrets.js'
+import { SetupLinkService } from './setup-links.js'
+import { type SignInOptions, SignInService } from './sign-ins.js'
+
+export type { SignedInPerson } from './sign-ins.js'
 
 const minute = 60_000
 const hour = 60 * minute
-export const setupLinkLifetimeMs = 24 * hour
 export const sessionIdleMs = 12 * hour
 export const sessionLifetimeMs = 7 * 24 * hour
 /** A session's last use is written at most this often: not a write per page view. */
 const touchEveryMs = minute
-
-export type HolderFailure = 'password' | 'mismatch' | 'linkGone' | 'linkUnknown' | 'wrongPassword'
-
-/** A refusal the dashboard shows next to its form (or as the page, for links). */
-export class HolderError extends Error {
-  constructor(
-    readonly reason: HolderFailure,
-    message: string,
-  ) {
-    super(message)
-  }
-}
 
 export interface Session {
   /** The hash under which the session is stored; never the id itself. */
@@ -47,175 +37,61 @@ export interface Session {
   linkAccount?: string
 }
 
-/** A person's way in that passed: who, and the accounts they may enter (enabled ones). */
-export interface SignedInPerson {
-  login: string
-  accounts: string[]
-}
-
 /**
- * Account holders: passwords, one-time setup links and sessions (DASHBOARD.md section 2 and
- * 5). Link secrets and session ids travel to the holder once and are stored only hashed.
+ * Account holders: sessions here; setup links and password sign-in in their own modules,
+ * reached through this one service (DASHBOARD.md section 2 and 5). Link secrets and session
+ * ids travel to the holder once and are stored only hashed.
  */
 export class SessionService {
-  constructor(
-    private readonly db: Db,
-    private readonly accounts: AccountService,
-    private readonly now: () => number,
-  ) {}
+  private readonly deps: PeopleDeps
+  private readonly setupLinks: SetupLinkService
+  private readonly signIns: SignInService
 
-  private event(
-    action: AuditEvent['action'],
-    actor: Actor,
-    username: string,
-    target: AuditEvent['target'] = { type: 'account', id: username },
-    details?: Record<string, unknown>,
-  ): AuditEvent {
-    return auditEvent(this.now(), action, actor, target, username, details)
+  constructor(db: Db, accounts: AccountService, now: () => number) {
+    this.deps = { db, accounts, now }
+    this.setupLinks = new SetupLinkService(this.deps)
+    this.signIns = new SignInService(this.deps)
   }
 
-  /** A new setup link secret for an existing account; earlier links stop working. */
-  async invite(username: string, actor: Actor): Promise<string> {
-    const link = secret()
-    const now = this.now()
-    await this.db.transaction().execute(async (trx) => {
-      await holdersRepo.endLinks(trx, username, isoTime(now))
-      await holdersRepo.addLink(trx, {
-        idHash: digest(link),
-        username,
-        created: isoTime(now),
-        expires: isoTime(now + setupLinkLifetimeMs),
-      })
-      await auditRepo.insert(trx, this.event('account.invited', actor, username))
-    })
-    return link
+  invite(username: string, actor: Actor) {
+    return this.setupLinks.issue(username, actor)
   }
 
-  /** Whether a setup link can still set a password, and whose it is; 'unknown': never issued. */
-  async link(link: string): Promise<{ state: 'open' | 'gone' | 'unknown'; username: string }> {
-    const row = await holdersRepo.link(this.db, digest(link))
-    if (row === undefined) return { state: 'unknown', username: '' }
-    const open = row.ended === null && row.expires > isoTime(this.now())
-    return { state: open ? 'open' : 'gone', username: row.username }
+  link(link: string) {
+    return this.setupLinks.lookup(link)
   }
 
-  /** Uses a setup link: sets the password and ends every session (it is also a reset). */
-  async completeSetup(
-    link: string,
-    password: string,
-    confirm: string,
-    actor: Actor,
-  ): Promise<string> {
-    checkNewPassword(password, confirm)
-    const row = await holdersRepo.link(this.db, digest(link))
-    if (row === undefined) throw new HolderError('linkUnknown', 'This link is not valid.')
-    const hash = await hashPassword(password)
-    const at = isoTime(this.now())
-    await this.db.transaction().execute(async (trx) => {
-      if (!(await holdersRepo.useLink(trx, row.id_hash, at))) {
-        throw new HolderError('linkGone', 'This link has been used or has expired.')
-      }
-      // The link is the operator's word: the holder (login = username) is an owner again.
-      await peopleRepo.ensureHolder(trx, row.username, at)
-      await holdersRepo.setPassword(trx, row.username, hash, at)
-      await holdersRepo.endPersonSessions(trx, row.username)
-      const who = { ...actor, login: row.username }
-      await auditRepo.insert(trx, this.event('password.set', who, row.username))
-    })
-    return row.username
+  completeSetup(link: string, password: string, confirm: string, actor: Actor) {
+    return this.setupLinks.complete(link, password, confirm, actor)
   }
 
-  /** Open sign-up: a new account (default plan, default token) with its password. */
-  async signUp(username: string, password: string, actor: Actor): Promise<AccountRecord> {
-    checkNewPassword(password)
-    const hash = await hashPassword(password)
-    return this.accounts.create(username, undefined, [], actor, (trx, account) =>
-      holdersRepo.setPassword(trx, account.username, hash, account.created),
-    )
+  signUp(username: string, password: string, actor: Actor) {
+    return this.signIns.signUp(username, password, actor)
   }
 
   /** The enabled accounts the person belongs to, by username. */
-  async accountsOf(login: string): Promise<string[]> {
-    const memberships = await peopleRepo.membershipsOf(this.db, login)
-    const open: string[] = []
-    for (const m of memberships) {
-      const account = await this.accounts.find(m.username)
-      if (account !== undefined && !account.disabled) open.push(account.username)
-    }
-    return open
+  accountsOf(login: string) {
+    return openAccountsOf(this.deps, login)
   }
 
-  /**
-   * Sign-in with a password: the person when the password is right and they belong to an
-   * enabled account, recorded either way (a failure under the name as typed, cut to 64
-   * characters; a success in the account the session will start in). `ssoOnly`: people whose
-   * sign-in is single sign-on (OIDC_ONLY) are refused here.
-   */
-  async signIn(
-    login: string,
-    password: string,
-    actor: Actor,
-    options: { ssoOnly?: boolean; secondFactor?: (login: string) => Promise<boolean> } = {},
-  ): Promise<(SignedInPerson & { secondFactor: boolean }) | undefined> {
-    const person = await this.checkPassword(login, password)
-    const refused =
-      person === undefined || (options.ssoOnly === true && person.oidc_issuer !== null)
-    const accounts = refused ? [] : await this.accountsOf(person.login)
-    const home = accounts.includes(login) ? login : accounts[0]
-    if (home === undefined || person === undefined) {
-      await auditRepo.insert(this.db, this.event('signin.failed', actor, login.slice(0, 64)))
-      return undefined
-    }
-    const ordered = [home, ...accounts.filter((a) => a !== home)]
-    // With a second factor, the sign-in has succeeded only once that is given too.
-    if (await options.secondFactor?.(person.login)) {
-      return { login: person.login, accounts: ordered, secondFactor: true }
-    }
-    const who = { ...actor, login: person.login, method: 'password' as const }
-    await auditRepo.insert(this.db, this.event('signin.succeeded', who, home))
-    return { login: person.login, accounts: ordered, secondFactor: false }
+  signIn(login: string, password: string, actor: Actor, options?: SignInOptions) {
+    return this.signIns.signIn(login, password, actor, options)
   }
 
-  /** A sign-in with a passkey alone. */
-  async recordPasskeySignIn(login: string, username: string, actor: Actor): Promise<void> {
-    const who = { ...actor, login, method: 'passkey' as const }
-    await auditRepo.insert(this.db, this.event('signin.succeeded', who, username))
+  recordPasskeySignIn(login: string, username: string, actor: Actor) {
+    return this.signIns.recordPasskeySignIn(login, username, actor)
   }
 
-  /** A passkey that proved nobody (unknown, removed, or a bad answer): no account to name. */
-  async recordPasskeyFailure(actor: Actor): Promise<void> {
-    const target = { type: 'session' as const }
-    const event = auditEvent(this.now(), 'signin.failed', actor, target, undefined, {
-      method: 'passkey',
-    })
-    await auditRepo.insert(this.db, event)
+  recordPasskeyFailure(actor: Actor) {
+    return this.signIns.recordPasskeyFailure(actor)
   }
 
-  /** The second step of a sign-in, recorded: passed (`how`) or failed. */
-  async recordSecondStep(
-    login: string,
-    actor: Actor,
-    how: 'totp' | 'recovery' | 'passkey' | undefined,
-  ): Promise<void> {
-    const accounts = await this.accountsOf(login)
-    const home = accounts.includes(login) ? login : (accounts[0] ?? login)
-    const who = { ...actor, login, method: 'password' as const }
-    const event =
-      how === undefined
-        ? this.event('signin.failed', who, home, undefined, { secondFactor: true })
-        : this.event('signin.succeeded', who, home, undefined, { secondFactor: how })
-    await auditRepo.insert(this.db, event)
+  recordSecondStep(login: string, actor: Actor, how: 'totp' | 'recovery' | 'passkey' | undefined) {
+    return this.signIns.recordSecondStep(login, actor, how)
   }
 
-  /**
-   * The person when the password is right. Takes as long for an unknown login, or one without
-   * a password, as for a wrong password.
-   */
-  async checkPassword(login: string, password: string) {
-    const person = usernamePattern.test(login) ? await peopleRepo.person(this.db, login) : undefined
-    const stored = person?.password ?? undefined
-    const right = await verifyPassword(password, stored ?? (await decoyHash()))
-    return right && stored !== undefined ? person : undefined
+  checkPassword(login: string, password: string) {
+    return this.signIns.checkPassword(login, password)
   }
 
   /** Changes the password; every other session of the account ends. */
@@ -226,14 +102,19 @@ export class SessionService {
     actor: Actor,
   ): Promise<void> {
     if ((await this.checkPassword(session.login, current)) === undefined) {
-      throw new HolderError('wrongPassword', 'Current password is wrong')
+      throw new ApiError('wrongPassword', 'Current password is wrong')
     }
     checkNewPassword(next)
     const hash = await hashPassword(next)
-    await this.db.transaction().execute(async (trx) => {
-      await holdersRepo.setPassword(trx, session.login, hash, isoTime(this.now()))
+    const { db, now } = this.deps
+    await db.transaction().execute(async (trx) => {
+      await holdersRepo.setPassword(trx, session.login, hash, isoTime(now()))
       await holdersRepo.endPersonSessions(trx, session.login, session.key)
-      await auditRepo.insert(trx, this.event('password.changed', actor, session.username))
+      const target = accountTarget(session.username)
+      await auditRepo.insert(
+        trx,
+        auditEvent(now(), 'password.changed', actor, target, session.username),
+      )
     })
   }
 
@@ -245,7 +126,7 @@ export class SessionService {
     returnUrl?: string,
   ): Promise<{ id: string; session: Session }> {
     const id = secret()
-    const now = this.now()
+    const now = this.deps.now()
     const session: Session = {
       key: digest(id),
       username,
@@ -256,13 +137,14 @@ export class SessionService {
     }
     if (returnUrl !== undefined) session.returnUrl = returnUrl
     if (method === 'link') session.linkAccount = username
+    const { db } = this.deps
     await holdersRepo.pruneSessions(
-      this.db,
+      db,
       login,
       isoTime(now - sessionIdleMs),
       isoTime(now - sessionLifetimeMs),
     )
-    await holdersRepo.addSession(this.db, {
+    await holdersRepo.addSession(db, {
       id_hash: session.key,
       username,
       login,
@@ -280,15 +162,16 @@ export class SessionService {
   /** The live session of a cookie's id: not idle for 12 hours, not older than 7 days. */
   async session(id: string): Promise<Session | undefined> {
     const key = digest(id)
-    const row = await holdersRepo.session(this.db, key)
+    const { db } = this.deps
+    const row = await holdersRepo.session(db, key)
     if (row === undefined) return undefined
-    const now = this.now()
+    const now = this.deps.now()
     const idle = now - Date.parse(row.last_seen)
     if (idle >= sessionIdleMs || now - Date.parse(row.created) >= sessionLifetimeMs) {
-      await holdersRepo.endSession(this.db, key)
+      await holdersRepo.endSession(db, key)
       return undefined
     }
-    if (idle >= touchEveryMs) await holdersRepo.touchSession(this.db, key, isoTime(now))
+    if (idle >= touchEveryMs) await holdersRepo.touchSession(db, key, isoTime(now))
     const session: Session = {
       key,
       username: row.username,
@@ -304,48 +187,40 @@ export class SessionService {
 
   /** The person proved who they are again (the password or a code): the session says when. */
   async prove(session: Session): Promise<void> {
-    const now = this.now()
-    await holdersRepo.proveSession(this.db, session.key, isoTime(now))
+    const now = this.deps.now()
+    await holdersRepo.proveSession(this.deps.db, session.key, isoTime(now))
     session.proven = now
   }
 
   /** Moves the session into another account the person belongs to (checked by the caller). */
   async switchAccount(session: Session, username: string): Promise<void> {
-    await holdersRepo.moveSession(this.db, session.key, username)
+    await holdersRepo.moveSession(this.deps.db, session.key, username)
   }
 
   /** Sign out: this session ends. `actor` absent: replaced by a new sign-in, not recorded. */
   async endSession(session: Session, actor?: Actor): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
+    await this.deps.db.transaction().execute(async (trx) => {
       await holdersRepo.endSession(trx, session.key)
       if (actor === undefined) return
       const target = { type: 'session' as const, id: session.key.slice(0, 16) }
       const details = { which: 'this' }
       await auditRepo.insert(
         trx,
-        this.event('sessions.ended', actor, session.username, target, details),
+        auditEvent(this.deps.now(), 'sessions.ended', actor, target, session.username, details),
       )
     })
   }
 
   /** Sign out everywhere: every session of the person ends, in every account. */
   async endAllSessions(session: Session, actor: Actor): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
+    await this.deps.db.transaction().execute(async (trx) => {
       await holdersRepo.endPersonSessions(trx, session.login)
       const target = { type: 'session' as const }
       const details = { which: 'all' }
       await auditRepo.insert(
         trx,
-        this.event('sessions.ended', actor, session.username, target, details),
+        auditEvent(this.deps.now(), 'sessions.ended', actor, target, session.username, details),
       )
     })
-  }
-}
-
-function checkNewPassword(password: string, confirm?: string) {
-  const problem = passwordProblem(password)
-  if (problem !== undefined) throw new HolderError('password', problem)
-  if (confirm !== undefined && confirm !== password) {
-    throw new HolderError('mismatch', 'The two passwords are not the same')
   }
 }

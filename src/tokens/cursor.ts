@@ -1,4 +1,4 @@
-import type { SortBy } from '../db/repositories.js'
+import type { SortBy } from '../db/token-pages.js'
 import { tokenIdPattern } from './ids.js'
 
 /**

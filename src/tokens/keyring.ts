@@ -1,19 +1,9 @@
 import { randomBytes } from 'node:crypto'
-import {
-  closeSync,
-  existsSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  type Stats,
-  statSync,
-  writeFileSync,
-} from 'node:fs'
+import { existsSync, statSync } from 'node:fs'
 import path from 'node:path'
 import { ConfigError } from '../config.js'
 import { randomAlnum } from '../ids.js'
+import { readKeyFile, writeKeyFile } from '../key-file.js'
 
 export interface SigningKey {
   id: string
@@ -57,18 +47,6 @@ export const formatSigningKeys = (keys: SigningKey[]) =>
   keys.map((k) => `${k.id}:${k.secret.toString('base64')}`).join(',')
 
 /**
- * A key file other users may open is refused, as ssh refuses such a private key: whoever reads
- * it can sign tokens, and whoever writes it can make their own key trusted.
- */
-function checkPrivate(file: string, stat: Stats) {
-  const mode = stat.mode & 0o777
-  if ((mode & 0o077) === 0) return
-  const how = mode & 0o044 ? 'readable' : mode & 0o022 ? 'writable' : 'accessible'
-  const octal = mode.toString(8).padStart(4, '0')
-  throw new ConfigError(`${file} is ${how} by other users (mode ${octal}); run chmod 600 ${file}`)
-}
-
-/**
  * Signing keys never go into the database. They come from SIGNING_KEYS, or from a 0600 file in
  * DATA_DIR that the first start creates. The file is re-read (at most once a second) when a
  * key id is unknown, so that a key added by `tessera keys rotate` reaches a running server.
@@ -96,10 +74,7 @@ export class Keyring {
   /** Loads the key file in `dataDir`, creating it with one key when absent. */
   static fromDataDir(dataDir: string): Keyring {
     const file = path.join(dataDir, keyFileName)
-    if (!existsSync(file)) {
-      mkdirSync(dataDir, { recursive: true, mode: 0o700 })
-      writeKeyFile(file, [newSigningKey()])
-    }
+    if (!existsSync(file)) writeSigningKeys(file, [newSigningKey()])
     const ring = new Keyring([], file)
     ring.reload()
     return ring
@@ -146,7 +121,7 @@ export class Keyring {
     }
     this.reload()
     const key = newSigningKey()
-    writeKeyFile(this.file, [...this.keys, key])
+    writeSigningKeys(this.file, [...this.keys, key])
     this.reload()
     return key
   }
@@ -154,8 +129,8 @@ export class Keyring {
   private reload() {
     if (this.file === undefined) return
     const stat = statSync(this.file)
-    checkPrivate(this.file, stat)
-    const raw = JSON.parse(readFileSync(this.file, 'utf8')) as {
+    // Whoever reads the file can sign tokens; whoever writes it can make their own key trusted.
+    const raw = readKeyFile(this.file, stat, { exact: true }) as {
       keys: { id: string; secret: string }[]
     }
     const keys = raw.keys.map((k) => ({ id: k.id, secret: Buffer.from(k.secret, 'base64') }))
@@ -167,21 +142,8 @@ export class Keyring {
   }
 }
 
-function writeKeyFile(file: string, keys: SigningKey[]) {
-  const body = JSON.stringify(
-    { keys: keys.map((k) => ({ id: k.id, secret: k.secret.toString('base64') })) },
-    null,
-    2,
-  )
-  // A new file ('wx'), so that it has this mode from its first byte on.
-  const tmp = `${file}.${randomBytes(6).toString('hex')}.tmp`
-  const fd = openSync(tmp, 'wx', 0o600)
-  try {
-    writeFileSync(fd, `${body}\n`)
-    // Tokens are signed with the new key as soon as it is read: it must survive a crash.
-    fsyncSync(fd)
-  } finally {
-    closeSync(fd)
-  }
-  renameSync(tmp, file)
+function writeSigningKeys(file: string, keys: SigningKey[]) {
+  writeKeyFile(file, {
+    keys: keys.map((k) => ({ id: k.id, secret: k.secret.toString('base64') })),
+  })
 }

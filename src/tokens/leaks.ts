@@ -1,12 +1,12 @@
 import { createHash, verify as verifySignature } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import type { AccountService } from '../accounts/service.js'
 import { type Actor, auditEvent } from '../audit/events.js'
 import { auditRepo } from '../db/audit.js'
 import type { Db } from '../db/database.js'
 import { type AccountRecord, type LeakEvidence, tokensRepo } from '../db/repositories.js'
 import { ApiError } from '../errors.js'
 import { isoTime } from '../time.js'
+import type { Principal } from './principal.js'
 import type { TokenService } from './service.js'
 
 /** What a leak report said of a token: where it was seen, by whom. */
@@ -44,6 +44,12 @@ const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 const clip = (value: unknown, max: number) =>
   typeof value === 'string' && value !== '' ? value.slice(0, max) : undefined
 
+/** The accounts as leak reports need them (AccountService): the holder revokes a live token. */
+interface LeakAccounts {
+  find(username: string): AccountRecord | undefined | Promise<AccountRecord | undefined>
+  holder(account: AccountRecord): Principal
+}
+
 /**
  * Leaked tokens: reports from GitHub's secret scanning (signed), an operator's scanners (admin
  * API) or anyone (unauthenticated); a live token is revoked or flagged at once, audited with
@@ -55,7 +61,7 @@ export class LeakService {
   constructor(
     private readonly db: Db,
     private readonly tokens: TokenService,
-    private readonly accounts: AccountService,
+    private readonly accounts: LeakAccounts,
     private readonly policy: LeakPolicy,
     keys: Map<string, string> | undefined,
   ) {

@@ -1,4 +1,3 @@
-import type { AccountDirectory } from '../accounts/directory.js'
 import type { Db } from '../db/database.js'
 import { type AccountRecord, type TokenRecord, tokensRepo } from '../db/repositories.js'
 import { BoundedMap, type TokenCache } from './cache.js'
@@ -15,6 +14,12 @@ export type ValidationCode =
   | 'TokenInvalid'
   | 'TokenExpired'
   | 'TokenRevoked'
+
+/** Accounts as validation reads them (AccountDirectory): cached when it may, else a read. */
+export interface AccountLookup {
+  find(username: string): AccountRecord | undefined | Promise<AccountRecord | undefined>
+  peek(username: string): AccountRecord | undefined
+}
 
 export type Validation =
   | { code: 'TokenMalformed' }
@@ -42,7 +47,7 @@ export class TokenValidator {
     private readonly keyring: Keyring,
     private readonly cache: TokenCache,
     private readonly now: () => number,
-    private readonly accounts: AccountDirectory,
+    private readonly accounts: AccountLookup,
     private readonly usage?: UsageCounter,
   ) {}
 

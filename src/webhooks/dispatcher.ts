@@ -3,10 +3,12 @@ import type { Logger } from 'pino'
 import type { Config } from '../config.js'
 import { type OutboxEvent, outboxRepo } from '../db/outbox.js'
 import type { Database } from '../db/schema.js'
-import { type DeliveryState, type EndpointRecord, webhookRepo } from '../db/webhooks.js'
+import { deliveryRepo } from '../db/webhook-deliveries.js'
+import { type EndpointRecord, webhookRepo } from '../db/webhooks.js'
 import { contiguous } from '../events/feed.js'
 import { randomAlnum } from '../ids.js'
 import { isoTime } from '../time.js'
+import { afterAttempt, retriedSince } from './retry.js'
 import { Sender } from './sender.js'
 import { WebhookService } from './service.js'
 
@@ -28,24 +30,7 @@ const maxRuns = 8
 const batch = 100
 const horizonBatch = 500
 const gapWaitMs = 2_000
-/**
- * An event is retried until this long after it happened (its `at`, or the endpoint's creation
- * if later), then marked failed. Not from its first attempt: the events behind a failing one
- * are not attempted, so after an outage of days that would let the backlog advance by one event
- * a day, while the outbox prune (EVENT_RETENTION_HOURS) caught up with it. Counted from the
- * event, the backlog older than this gets one attempt each and is marked failed at once.
- */
-export const giveUpMs = 24 * 3_600_000
 const pruneEveryMs = 3_600_000
-
-/**
- * The wait before the next attempt after `failures` failed ones: exponential from 1 s, capped
- * at 1 hour, with full jitter (uniform from 0), so that endpoints coming back are not stampeded.
- */
-export function backoffMs(failures: number, random = Math.random): number {
-  const cap = Math.min(3_600_000, 1000 * 2 ** Math.min(Math.max(failures, 1) - 1, 22))
-  return Math.floor(random() * cap)
-}
 
 type Outcome = 'next' | 'wait' | 'stopped' | 'lost'
 
@@ -254,28 +239,14 @@ export class WebhookDispatcher {
   ): Promise<Outcome> {
     const { db, log } = this.deps
     const { id: eventId, at } = parseEvent(event)
-    const previous = head ? await webhookRepo.pending(db, endpoint.id, eventId) : undefined
+    const previous = head ? await deliveryRepo.pending(db, endpoint.id, eventId) : undefined
     const sent = await this.sender.send(endpoint, eventId, event.body, this.stopping.signal)
     if (sent.aborted) return 'stopped'
     const now = this.deps.now()
     const attempts = (previous?.attempts ?? 0) + 1
     const created = previous?.created ?? sent.attempt.at
-    // When its retries started counting (see `giveUpMs`); the first attempt if it has no time.
-    const happened = Date.parse(at ?? '')
-    const since = Number.isNaN(happened)
-      ? Date.parse(created)
-      : Math.max(happened, Date.parse(endpoint.created))
-    let state: DeliveryState = 'delivered'
-    let retryAt = 0
-    if (!sent.delivered) {
-      state = now - since >= giveUpMs ? 'failed' : 'pending'
-      // Due strictly after `now`: full jitter can draw 0, and a retry due at `now` is claimed at
-      // once, before the clock has moved (a clock moved only when told, as the tests', then
-      // gets an extra attempt, stamped with the old time).
-      if (state === 'pending') {
-        retryAt = Math.min(now + Math.max(1, backoffMs(attempts)), since + giveUpMs)
-      }
-    }
+    const since = retriedSince(at, created, endpoint.created)
+    const { state, retryAt } = afterAttempt(sent.delivered, attempts, now, since)
     const written = await webhookRepo.record(db, {
       endpointId: endpoint.id,
       owner: this.owner,
@@ -311,7 +282,7 @@ export class WebhookDispatcher {
   private prune() {
     const { config, db, log, now } = this.deps
     const before = isoTime(now() - config.eventRetentionHours * 3_600_000)
-    webhookRepo
+    deliveryRepo
       .prune(db, before)
       .catch((err: unknown) =>
         log.warn({ err: (err as Error).message }, 'webhooks: pruning deliveries failed'),

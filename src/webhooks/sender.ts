@@ -4,6 +4,8 @@ import { request as httpsRequest, type RequestOptions } from 'node:https'
 import { isIP, type LookupFunction } from 'node:net'
 import { rootCertificates } from 'node:tls'
 import { systemReason } from '../config.js'
+import type { Attempt } from '../db/webhook-deliveries.js'
+import { ApiError } from '../errors.js'
 import { isoTime } from '../time.js'
 import { signatureHeader } from './signature.js'
 import {
@@ -12,18 +14,7 @@ import {
   type Resolver,
   resolveTarget,
   systemResolver,
-  TargetError,
 } from './target.js'
-
-/** One POST of an event to an endpoint, as stored and as the admin API shows it. */
-export interface Attempt {
-  at: string
-  /** The HTTP status; null when there was no answer. */
-  status: number | null
-  /** Why it failed, when it did. */
-  error?: string
-  durationMs: number
-}
 
 export interface SendResult {
   attempt: Attempt
@@ -131,7 +122,9 @@ export class Sender {
       return result(status, status >= 200 && status < 300 ? undefined : `HTTP ${status}`)
     } catch (err) {
       if (timeout.aborted) return result(null, `timed out after ${this.timeoutMs / 1000} s`)
-      if (err instanceof TargetError) return result(null, `refused: ${err.message}`)
+      if (err instanceof ApiError && err.kind === 'badWebhookUrl') {
+        return result(null, `refused: ${err.details}`)
+      }
       const { code, message } = err as NodeJS.ErrnoException
       const line = String(message ?? err).split('\n')[0] ?? ''
       return result(null, code !== undefined && !line.includes(code) ? `${code}: ${line}` : line)

@@ -4,13 +4,14 @@ import { eventIdPattern } from '../audit/query.js'
 import { auditRepo } from '../db/audit.js'
 import { outboxRepo } from '../db/outbox.js'
 import type { Database } from '../db/schema.js'
-import { type DeliveryRecord, type EndpointRecord, webhookRepo } from '../db/webhooks.js'
+import { type DeliveryRecord, deliveryRepo } from '../db/webhook-deliveries.js'
+import { type EndpointRecord, webhookRepo } from '../db/webhooks.js'
 import { ApiError, fail } from '../errors.js'
 import { randomAlnum } from '../ids.js'
 import { isoTime } from '../time.js'
 import type { Sender } from './sender.js'
 import { newSecret } from './signature.js'
-import { parseEndpointUrl, type Resolver, resolveTarget, TargetError } from './target.js'
+import { parseEndpointUrl, type Resolver, resolveTarget } from './target.js'
 
 /** An endpoint as the admin API and the CLI show it: never its secret, but at creation. */
 export interface Endpoint {
@@ -66,14 +67,8 @@ export class WebhookService {
     for (const action of actions) {
       if (!known.has(action)) fail('invalidResources', `no such event: ${action.slice(0, 64)}`)
     }
-    let target: URL
-    try {
-      target = parseEndpointUrl(url, this.deps.allowPrivate)
-      await resolveTarget(target, this.deps.allowPrivate, this.deps.resolve)
-    } catch (err) {
-      if (err instanceof TargetError) throw new ApiError('invalidResources', err.message)
-      throw err
-    }
+    const target = parseEndpointUrl(url, this.deps.allowPrivate)
+    await resolveTarget(target, this.deps.allowPrivate, this.deps.resolve)
     const now = this.deps.now()
     const record: EndpointRecord = {
       id: newEndpointId(now),
@@ -85,9 +80,15 @@ export class WebhookService {
       state: 'healthy',
       retryAt: 0,
     }
-    // Never the secret.
-    const details = { url: record.url, events: actions }
-    const event = this.event(now, 'webhook.created', actor, record.id, details)
+    // Service-wide (no account); never the secret.
+    const event = auditEvent(
+      now,
+      'webhook.created',
+      actor,
+      { type: 'webhook', id: record.id },
+      undefined,
+      { url: record.url, events: actions },
+    )
     await this.deps.db.transaction().execute(async (trx) => {
       // The cursor starts at the newest event before this transaction's own: the endpoint's
       // `webhook.created` comes after it, and the dispatcher skips it (an endpoint is never
@@ -122,7 +123,7 @@ export class WebhookService {
   /** Removes the endpoint with its deliveries, and writes its `webhook.deleted` event. */
   async remove(id: string, actor: Actor): Promise<void> {
     if (!endpointIdPattern.test(id)) throw missing(id)
-    const event = this.event(this.deps.now(), 'webhook.deleted', actor, id)
+    const event = auditEvent(this.deps.now(), 'webhook.deleted', actor, { type: 'webhook', id })
     await this.deps.db.transaction().execute(async (trx) => {
       if (!(await webhookRepo.remove(trx, id))) throw missing(id)
       await auditRepo.insert(trx, event)
@@ -161,21 +162,10 @@ export class WebhookService {
     await this.find(id)
     let before: number | undefined
     if (start !== undefined) {
-      if (eventIdPattern.test(start)) before = await webhookRepo.position(this.deps.db, id, start)
+      if (eventIdPattern.test(start)) before = await deliveryRepo.position(this.deps.db, id, start)
       if (before === undefined) fail('badStart')
     }
-    return webhookRepo.deliveries(this.deps.db, id, before, limit)
-  }
-
-  /** Service-wide: no account. */
-  private event(
-    now: number,
-    action: 'webhook.created' | 'webhook.deleted',
-    actor: Actor,
-    id: string,
-    details?: Record<string, unknown>,
-  ) {
-    return auditEvent(now, action, actor, { type: 'webhook', id }, undefined, details)
+    return deliveryRepo.list(this.deps.db, id, before, limit)
   }
 
   private async find(id: string): Promise<EndpointRecord> {

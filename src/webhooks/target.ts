@@ -1,9 +1,10 @@
 import { lookup } from 'node:dns/promises'
 import { isIP } from 'node:net'
+import { ApiError } from '../errors.js'
 import { classifyAddress } from './address.js'
 
-/** Why an endpoint URL may not be posted to: a sentence for `details` and attempt errors. */
-export class TargetError extends Error {}
+/** Why an endpoint URL may not be posted to: its sentence is the `details`, and an attempt's error. */
+const refused = (why: string) => new ApiError('badWebhookUrl', why)
 
 export interface ResolvedAddress {
   address: string
@@ -26,34 +27,34 @@ export const bareHost = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1')
  * receiver's proof), no fragment.
  */
 export function parseEndpointUrl(text: string, allowPrivate: boolean): URL {
-  if (text.length > maxUrlLength) throw new TargetError(`url is longer than ${maxUrlLength}`)
+  if (text.length > maxUrlLength) throw refused(`url is longer than ${maxUrlLength}`)
   let url: URL
   try {
     url = new URL(text)
   } catch {
-    throw new TargetError('url is not an absolute URL')
+    throw refused('url is not an absolute URL')
   }
   if (url.protocol !== 'https:' && !(allowPrivate && url.protocol === 'http:')) {
-    throw new TargetError(
+    throw refused(
       allowPrivate ? 'url must be an https:// or http:// URL' : 'url must be an https:// URL',
     )
   }
   if (url.username !== '' || url.password !== '') {
-    throw new TargetError('url must not carry a user name or password')
+    throw refused('url must not carry a user name or password')
   }
-  if (bareHost(url) === '') throw new TargetError('url has no host')
+  if (bareHost(url) === '') throw refused('url has no host')
   url.hash = ''
   // What is stored is the normalised href, which percent-encoding (and punycode) can make
   // several times longer than the text given.
   if (url.href.length > maxUrlLength) {
-    throw new TargetError(`url is longer than ${maxUrlLength} once normalised`)
+    throw refused(`url is longer than ${maxUrlLength} once normalised`)
   }
   return url
 }
 
 function refusal(host: string, address: string, kind: string) {
   const what = `${/^[aeiou]/.test(kind) ? 'an' : 'a'} ${kind} address`
-  return new TargetError(
+  return refused(
     host === address
       ? `url's host ${address} is ${what}`
       : `url's host ${host} resolves to ${what} (${address})`,
@@ -80,9 +81,9 @@ export async function resolveTarget(
       addresses = await resolve(host)
     } catch (err) {
       const code = (err as { code?: string }).code ?? (err as Error).message
-      throw new TargetError(`url's host ${host} does not resolve (${code})`)
+      throw refused(`url's host ${host} does not resolve (${code})`)
     }
-    if (addresses.length === 0) throw new TargetError(`url's host ${host} does not resolve`)
+    if (addresses.length === 0) throw refused(`url's host ${host} does not resolve`)
   }
   if (allowPrivate) return addresses
   for (const { address } of addresses) {

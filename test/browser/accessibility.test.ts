@@ -1,7 +1,6 @@
-import type { Browser, Page } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type ServerProcess, startServer } from '../e2e/server.js'
-import { browserAvailable, launchBrowser } from './browser.js'
+import type { Page } from 'playwright-core'
+import { describe, expect, it } from 'vitest'
+import { browserAvailable } from './browser.js'
 import {
   accountWithPassword,
   button,
@@ -22,6 +21,7 @@ import {
   tokenId,
   visit,
 } from './dashboard.js'
+import { useDashboard } from './fixture.js'
 
 const available = browserAvailable()
 
@@ -30,32 +30,20 @@ const available = browserAvailable()
  * each under test-output/screenshots; then a token created with the keyboard alone.
  */
 describe.skipIf(!available)('accessibility of every dashboard page', () => {
-  let server: ServerProcess
-  let browser: Browser
-
-  beforeAll(async () => {
-    ;[server, browser] = await Promise.all([
-      startServer({ DASHBOARD_SIGNUP: 'open' }),
-      launchBrowser(),
-    ])
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await server?.stop()
-  })
+  const dash = useDashboard({ env: { DASHBOARD_SIGNUP: 'open' } })
 
   it('pages before signing in: sign in, setup, sign up, 401, 404, 410, 429', async () => {
-    const context = await newContext(browser)
+    const context = await newContext(dash.browser)
     const page = await context.newPage()
-    expect((await visit(page, `${server.url}/account/sign-in`)).statuses).toEqual([200])
+    expect((await visit(page, `${dash.server.url}/account/sign-in`)).statuses).toEqual([200])
     await inspect(page, 'sign-in')
 
-    const account = await createAccount(server, 'a11ysetup')
-    expect((await visit(page, setupLink(server, account.setupUrl))).statuses).toEqual([200])
+    const account = await createAccount(dash.server, 'a11ysetup')
+    expect((await visit(page, setupLink(dash.server, account.setupUrl))).statuses).toEqual([200])
     await inspect(page, 'setup')
     const mismatch = await setPassword(
       page,
-      server,
+      dash.server,
       account.setupUrl,
       'one password!',
       'another one!',
@@ -63,34 +51,37 @@ describe.skipIf(!available)('accessibility of every dashboard page', () => {
     expect(mismatch.statuses).toEqual([422])
     await inspect(page, 'setup-error')
 
-    expect((await visit(page, `${server.url}/account/sign-up`)).statuses).toEqual([200])
+    expect((await visit(page, `${dash.server.url}/account/sign-up`)).statuses).toEqual([200])
     await inspect(page, 'sign-up')
 
-    expect((await signIn(page, server, 'a11ysetup', 'not set yet at all')).statuses).toEqual([401])
+    expect((await signIn(page, dash.server, 'a11ysetup', 'not set yet at all')).statuses).toEqual([
+      401,
+    ])
     await inspect(page, 'sign-in-failed')
 
-    const never = await visit(page, `${server.url}/account/setup/${'A'.repeat(43)}`)
+    const never = await visit(page, `${dash.server.url}/account/setup/${'A'.repeat(43)}`)
     expect(never.statuses).toEqual([404])
     await inspect(page, 'error-404-setup')
 
-    expect((await setPassword(page, server, account.setupUrl, 'a11y password!')).statuses).toEqual([
-      303, 200,
-    ])
+    expect(
+      (await setPassword(page, dash.server, account.setupUrl, 'a11y password!')).statuses,
+    ).toEqual([303, 200])
     await click(page, 'Sign out')
-    expect((await visit(page, setupLink(server, account.setupUrl))).statuses).toEqual([410])
+    expect((await visit(page, setupLink(dash.server, account.setupUrl))).statuses).toEqual([410])
     await inspect(page, 'error-410')
 
-    await accountWithPassword(browser, server, 'a11ythrottled', 'the right password')
-    for (let i = 0; i < 5; i++) await signIn(page, server, 'a11ythrottled', `wrong password ${i}`)
-    expect((await signIn(page, server, 'a11ythrottled', 'the right password')).statuses).toEqual([
-      429,
-    ])
+    await accountWithPassword(dash.browser, dash.server, 'a11ythrottled', 'the right password')
+    for (let i = 0; i < 5; i++)
+      await signIn(page, dash.server, 'a11ythrottled', `wrong password ${i}`)
+    expect(
+      (await signIn(page, dash.server, 'a11ythrottled', 'the right password')).statuses,
+    ).toEqual([429])
     await inspect(page, 'error-429')
     await context.close()
   })
 
   it('pages of a signed-in holder: tokens, new token, reveal, token, delete, temporary, scopes, settings', async () => {
-    const { context, page } = await signedIn(browser, server, 'a11y')
+    const { context, page } = await signedIn(dash.browser, dash.server, 'a11y')
     await inspect(page, 'tokens')
     await follow(page, 'Create a token')
     await inspect(page, 'new-token')
@@ -109,7 +100,7 @@ describe.skipIf(!available)('accessibility of every dashboard page', () => {
     expect(pathOf(page)).toBe(`/account/tokens/${id}/delete`)
     await inspect(page, 'delete')
 
-    await visit(page, `${server.url}/account/temporary`)
+    await visit(page, `${dash.server.url}/account/temporary`)
     await inspect(page, 'temporary')
     await follow(page, 'Scopes')
     await inspect(page, 'scopes')
@@ -119,15 +110,15 @@ describe.skipIf(!available)('accessibility of every dashboard page', () => {
   })
 
   it('error pages of a signed-in holder: a form error, 403, 404', async () => {
-    const { context, page } = await signedIn(browser, server, 'a11yerrors')
-    await visit(page, `${server.url}/account/tokens/new`)
+    const { context, page } = await signedIn(dash.browser, dash.server, 'a11yerrors')
+    await visit(page, `${dash.server.url}/account/tokens/new`)
     await field(page, 'Note').fill('bad url')
     await field(page, 'Allowed URLs').fill('not a url')
     expect((await click(page, 'Create token')).statuses).toEqual([422])
     await inspect(page, 'form-error')
 
     // A form whose CSRF token was tampered with, submitted by the browser itself.
-    await visit(page, `${server.url}/account/tokens/new`)
+    await visit(page, `${dash.server.url}/account/tokens/new`)
     await button(page, 'Create token').evaluate((b: { form: { elements: unknown } }) => {
       const csrf = (b.form.elements as Record<string, { value: string }>)._csrf
       if (csrf) csrf.value = 'forged'
@@ -135,7 +126,7 @@ describe.skipIf(!available)('accessibility of every dashboard page', () => {
     expect((await click(page, 'Create token')).statuses).toEqual([403])
     await inspect(page, 'error-403')
 
-    expect((await visit(page, `${server.url}/account/no-such-page`)).statuses).toEqual([404])
+    expect((await visit(page, `${dash.server.url}/account/no-such-page`)).statuses).toEqual([404])
     await inspect(page, 'error-404')
     await context.close()
   })
@@ -153,7 +144,7 @@ describe.skipIf(!available)('accessibility of every dashboard page', () => {
   }
 
   it('creates a token with the keyboard alone', async () => {
-    const { context, page } = await signedIn(browser, server, 'keyboard')
+    const { context, page } = await signedIn(dash.browser, dash.server, 'keyboard')
     expect(await heading(page)).toBe('Access tokens')
     await focusBy(page, 'Tab', /^- link "Create a token"/)
     const opened = await navigation(page, () => page.keyboard.press('Enter'))
@@ -177,8 +168,8 @@ describe.skipIf(!available)('accessibility of every dashboard page', () => {
   })
 
   it('says live whether the new token will be public or secret', async () => {
-    const { context, page } = await signedIn(browser, server, 'hint')
-    await visit(page, `${server.url}/account/tokens/new`)
+    const { context, page } = await signedIn(dash.browser, dash.server, 'hint')
+    await visit(page, `${dash.server.url}/account/tokens/new`)
     const hint = page.locator('#usage-hint')
     const role = await hint.getAttribute('role')
     const live = await hint.getAttribute('aria-live')

@@ -1,10 +1,9 @@
 import path from 'node:path'
 import Database from 'better-sqlite3'
-import type { Browser, BrowserContext, Page } from 'playwright-core'
+import type { BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { api } from '../e2e/client.js'
-import { type ServerProcess, startServer } from '../e2e/server.js'
-import { browserAvailable, launchBrowser } from './browser.js'
+import { browserAvailable } from './browser.js'
 import {
   bodyText,
   checkbox,
@@ -23,6 +22,7 @@ import {
   tokenRow,
   visit,
 } from './dashboard.js'
+import { useDashboard } from './fixture.js'
 
 const available = browserAvailable()
 const hourMs = 3_600_000
@@ -41,8 +41,7 @@ const keptForever: unknown[] = []
  * the chart and its screenshots look as they do for a token in use.
  */
 describe.skipIf(!available)('activity and token usage', () => {
-  let server: ServerProcess
-  let browser: Browser
+  const dash = useDashboard()
   let context: BrowserContext
   let page: Page
   const password = 'correct horse battery'
@@ -56,13 +55,10 @@ describe.skipIf(!available)('activity and token usage', () => {
   const history = new Map<string, number>()
 
   beforeAll(async () => {
-    ;[server, browser] = await Promise.all([startServer(), launchBrowser()])
-    ;({ context, page } = await signedIn(browser, server, 'acme', password))
+    ;({ context, page } = await signedIn(dash.browser, dash.server, 'acme', password))
   })
   afterAll(async () => {
     await context?.close()
-    await browser?.close()
-    await server?.stop()
   })
 
   /** Creates a token in the dashboard; its id and string. */
@@ -102,12 +98,12 @@ describe.skipIf(!available)('activity and token usage', () => {
   it('counts validations through the API; the server writes them when it stops', async () => {
     validatedFrom = Date.now()
     for (let i = 0; i < validations; i++) {
-      const answer = await api(server, 'GET', '/tokens/v2', website.token)
+      const answer = await api(dash.server, 'GET', '/tokens/v2', website.token)
       expect(answer.body.code).toBe('TokenValid')
     }
     validatedUntil = Date.now()
     // The backend acts through the API: its changes are in the activity under its id.
-    const made = await api(server, 'POST', '/tokens/v2/acme', backend.token, {
+    const made = await api(dash.server, 'POST', '/tokens/v2/acme', backend.token, {
       note: 'made by the backend',
       scopes: ['styles:read'],
     })
@@ -116,10 +112,10 @@ describe.skipIf(!available)('activity and token usage', () => {
     const [cells] = await rowTexts(tokenRow(page, 'website'))
     expect(cells?.at(-1)).toBe('never used') // counted in memory, not yet written
 
-    await server.kill('SIGTERM')
-    expect(server.output()).not.toMatch(/token usage not written/)
-    seedHistory(path.join(server.env.DATA_DIR as string, 'tessera.db'))
-    server = await startServer({ DATA_DIR: server.env.DATA_DIR as string })
+    await dash.server.kill('SIGTERM')
+    expect(dash.server.output()).not.toMatch(/token usage not written/)
+    seedHistory(path.join(dash.server.env.DATA_DIR as string, 'tessera.db'))
+    await dash.restart()
   })
 
   /** 30 days of a token in use, for the chart: busier by day (UTC), quieter at weekends. */
@@ -155,7 +151,7 @@ describe.skipIf(!available)('activity and token usage', () => {
 
   it('shows the minute of the last validation in Last used, after the restart', async () => {
     // The same session: it is kept in the database, and cookies do not depend on the port.
-    await visit(page, `${server.url}/account`)
+    await visit(page, `${dash.server.url}/account`)
     expect(await heading(page)).toBe('Access tokens')
     const [cells] = await rowTexts(tokenRow(page, 'website'))
     const shown = await tokenRow(page, 'website').locator('td').last().locator('time')
@@ -251,8 +247,8 @@ describe.skipIf(!available)('activity and token usage', () => {
   it('lists the events of the account on the Activity page, newest first', async () => {
     // A failed attempt and a sign-in, from this browser.
     await click(page, 'Sign out')
-    expect((await signIn(page, server, 'acme', 'not the password')).statuses).toEqual([401])
-    expect((await signIn(page, server, 'acme', password)).statuses).toEqual([303, 200])
+    expect((await signIn(page, dash.server, 'acme', 'not the password')).statuses).toEqual([401])
+    expect((await signIn(page, dash.server, 'acme', password)).statuses).toEqual([303, 200])
 
     await follow(page, 'Activity')
     expect(pathOf(page)).toBe('/account/activity')
@@ -327,10 +323,10 @@ describe.skipIf(!available)('activity and token usage', () => {
 
   it('lays the Activity page out for a phone', async () => {
     await page.setViewportSize({ width: 390, height: 844 })
-    await visit(page, `${server.url}/account/activity`)
+    await visit(page, `${dash.server.url}/account/activity`)
     expect(await heading(page)).toBe('Activity')
     await inspect(page, 'activity-phone')
-    await visit(page, `${server.url}/account/tokens/${website.id}`)
+    await visit(page, `${dash.server.url}/account/tokens/${website.id}`)
     await inspect(page, 'token-usage-phone')
     await page.setViewportSize({ width: 1280, height: 720 })
   })

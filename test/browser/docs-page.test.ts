@@ -1,8 +1,8 @@
-import type { Browser, Page } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type ServerProcess, startServer } from '../e2e/server.js'
-import { browserAvailable, launchBrowser } from './browser.js'
+import type { Page } from 'playwright-core'
+import { describe, expect, it } from 'vitest'
+import { browserAvailable } from './browser.js'
 import { expectAccessible, newContext, screenshot, visit } from './dashboard.js'
+import { useDashboard } from './fixture.js'
 
 const available = browserAvailable()
 
@@ -29,22 +29,13 @@ async function watch(page: Page, origin: string) {
 }
 
 describe.skipIf(!available)('the API reference at /docs', () => {
-  let server: ServerProcess
-  let browser: Browser
-
-  beforeAll(async () => {
-    ;[server, browser] = await Promise.all([startServer(), launchBrowser()])
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await server?.stop()
-  })
+  const dash = useDashboard()
 
   it('renders the retrieve operation from /openapi.json, within its CSP', async () => {
-    const context = await newContext(browser, { viewport: { width: 1280, height: 900 } })
+    const context = await newContext(dash.browser, { viewport: { width: 1280, height: 900 } })
     const page = await context.newPage()
-    const problems = await watch(page, server.url)
-    const { response } = await visit(page, `${server.url}/docs`)
+    const problems = await watch(page, dash.server.url)
+    const { response } = await visit(page, `${dash.server.url}/docs`)
     expect(response.status()).toBe(200)
     expect(await page.title()).toBe('Tessera token API reference')
 

@@ -1,8 +1,8 @@
-import type { Browser, Page } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Page } from 'playwright-core'
+import { describe, expect, it } from 'vitest'
 import { api } from '../e2e/client.js'
-import { type ServerProcess, startServer, tessera } from '../e2e/server.js'
-import { browserAvailable, launchBrowser } from './browser.js'
+import { tessera } from '../e2e/server.js'
+import { browserAvailable } from './browser.js'
 import {
   alertText,
   bodyText,
@@ -22,25 +22,14 @@ import {
   tokenNotes,
   visit,
 } from './dashboard.js'
+import { useDashboard } from './fixture.js'
 
 const available = browserAvailable()
 
 /** A rule broken in a form: 422, the contract's message next to the form, what was typed kept. */
 describe.skipIf(!available)('forms of the dashboard', () => {
-  let server: ServerProcess
-  let browser: Browser
-
-  beforeAll(async () => {
-    // The paging test creates 100 tokens through the API in a few seconds.
-    ;[server, browser] = await Promise.all([
-      startServer({ RATE_LIMIT_PER_MINUTE: '100000' }),
-      launchBrowser(),
-    ])
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await server?.stop()
-  })
+  // The paging test creates 100 tokens through the API in a few seconds.
+  const dash = useDashboard({ env: { RATE_LIMIT_PER_MINUTE: '100000' } })
 
   async function expectFormError(page: Page, status: number, message: string) {
     expect(status).toBe(422)
@@ -52,7 +41,7 @@ describe.skipIf(!available)('forms of the dashboard', () => {
   const reader = async (username: string) =>
     (
       await tessera(
-        server.env,
+        dash.server.env,
         'token',
         'create',
         username,
@@ -63,7 +52,7 @@ describe.skipIf(!available)('forms of the dashboard', () => {
       )
     ).token as string
   const listed = async (username: string, token: string) =>
-    (await api(server, 'GET', `/tokens/v2/${username}`, token)).body as {
+    (await api(dash.server, 'GET', `/tokens/v2/${username}`, token)).body as {
       id: string
       note: string
       scopes: string[]
@@ -71,9 +60,9 @@ describe.skipIf(!available)('forms of the dashboard', () => {
     }[]
 
   it('refuses a bad allowed URL on create with 422, keeps what was typed, creates nothing', async () => {
-    const { context, page } = await signedIn(browser, server, 'formurl')
+    const { context, page } = await signedIn(dash.browser, dash.server, 'formurl')
     const sk = await reader('formurl')
-    await visit(page, `${server.url}/account/tokens/new`)
+    await visit(page, `${dash.server.url}/account/tokens/new`)
     await field(page, 'Note').fill('kept note')
     await checkbox(page, 'styles:read').check()
     await field(page, 'Allowed URLs').fill('https://example.com\nnot a url')
@@ -91,13 +80,13 @@ describe.skipIf(!available)('forms of the dashboard', () => {
   })
 
   it('refuses a secret scope on a pk in an update with 422 and changes nothing', async () => {
-    const { context, page } = await signedIn(browser, server, 'formpk')
+    const { context, page } = await signedIn(dash.browser, dash.server, 'formpk')
     const sk = await reader('formpk')
-    await visit(page, `${server.url}/account/tokens/new`)
+    await visit(page, `${dash.server.url}/account/tokens/new`)
     await field(page, 'Note').fill('public one')
     await checkbox(page, 'styles:read').check()
     await click(page, 'Create token')
-    await visit(page, `${server.url}/account`)
+    await visit(page, `${dash.server.url}/account`)
     await follow(page, 'public one')
     const tokenUrl = page.url()
     await field(page, 'Note').fill('renamed in vain')
@@ -115,12 +104,12 @@ describe.skipIf(!available)('forms of the dashboard', () => {
   })
 
   it('refuses scopes on a token created without scopes with 422', async () => {
-    const { context, page } = await signedIn(browser, server, 'formbare')
+    const { context, page } = await signedIn(dash.browser, dash.server, 'formbare')
     const sk = await reader('formbare')
-    await visit(page, `${server.url}/account/tokens/new`)
+    await visit(page, `${dash.server.url}/account/tokens/new`)
     await field(page, 'Note').fill('bare')
     await click(page, 'Create token')
-    await visit(page, `${server.url}/account`)
+    await visit(page, `${dash.server.url}/account`)
     await follow(page, 'bare')
     await checkbox(page, 'styles:read').check()
     const sent = await click(page, 'Save changes')
@@ -132,12 +121,12 @@ describe.skipIf(!available)('forms of the dashboard', () => {
   })
 
   it('refuses a temporary expiry of 0 and of 61 minutes with the contract messages', async () => {
-    const { context, page } = await signedIn(browser, server, 'formtemp')
+    const { context, page } = await signedIn(dash.browser, dash.server, 'formtemp')
     for (const [minutes, message] of [
       ['0', 'expires is in the past'],
       ['61', 'expires is more than one hour in the future'],
     ] as const) {
-      await visit(page, `${server.url}/account/temporary`)
+      await visit(page, `${dash.server.url}/account/temporary`)
       await checkbox(page, 'styles:read').check()
       await field(page, 'Expires in (minutes)').fill(minutes)
       const sent = await click(page, 'Create temporary token')
@@ -151,55 +140,55 @@ describe.skipIf(!available)('forms of the dashboard', () => {
   })
 
   it('refuses a short, a too long and a mismatched password on setup, then accepts 12 characters', async () => {
-    const account = await createAccount(server, 'formsetup')
-    const context = await newContext(browser)
+    const account = await createAccount(dash.server, 'formsetup')
+    const context = await newContext(dash.browser)
     const page = await context.newPage()
     for (const [password, confirmation] of [
       ['eleven char', 'eleven char'],
       ['x'.repeat(257), 'x'.repeat(257)],
       ['twelve chars', 'twelve charz'],
     ] as const) {
-      const sent = await setPassword(page, server, account.setupUrl, password, confirmation)
+      const sent = await setPassword(page, dash.server, account.setupUrl, password, confirmation)
       expect(sent.statuses, `${password.length} / ${confirmation}`).toEqual([422])
       expectPageHeaders(await sent.response.allHeaders(), 'setup refused')
       expect(await heading(page)).toBe('Set your password')
       await expect(page.getByRole('alert').count()).resolves.toBe(1)
     }
-    const accepted = await setPassword(page, server, account.setupUrl, 'twelve chars')
+    const accepted = await setPassword(page, dash.server, account.setupUrl, 'twelve chars')
     expect(accepted.statuses).toEqual([303, 200])
     expect(pathOf(page)).toBe('/account')
     await click(page, 'Sign out')
-    const again = await signIn(page, server, 'formsetup', 'twelve chars')
+    const again = await signIn(page, dash.server, 'formsetup', 'twelve chars')
     expect(again.statuses).toEqual([303, 200])
     await context.close()
   })
 
   it('offers the scopes of the plan and of the features, and names both in settings', async () => {
     const account = await createAccount(
-      server,
+      dash.server,
       'formplan',
       '--plan',
       'pro',
       '--feature',
       'navigation',
     )
-    const context = await newContext(browser)
+    const context = await newContext(dash.browser)
     const page = await context.newPage()
-    await setPassword(page, server, account.setupUrl, 'plan and features')
-    await visit(page, `${server.url}/account/tokens/new`)
+    await setPassword(page, dash.server, account.setupUrl, 'plan and features')
+    await visit(page, `${dash.server.url}/account/tokens/new`)
     const publicScopes = page.getByRole('group', { name: 'Public scopes', exact: true })
     const secretScopes = page.getByRole('group', { name: 'Secret scopes', exact: true })
     await expect(checkbox(publicScopes, 'navigation:read').count()).resolves.toBe(1)
     await expect(checkbox(secretScopes, 'user:write').count()).resolves.toBe(1)
     await expect(checkbox(secretScopes, 'analytics:read').count()).resolves.toBe(1)
-    await visit(page, `${server.url}/account/settings`)
+    await visit(page, `${dash.server.url}/account/settings`)
     const text = await bodyText(page)
     expect(text).toMatch(/\bpro\b/)
     expect(text).toMatch(/\bnavigation\b/)
 
     // A standard account is offered neither.
-    const standard = await signedIn(browser, server, 'formstandard')
-    await visit(standard.page, `${server.url}/account/tokens/new`)
+    const standard = await signedIn(dash.browser, dash.server, 'formstandard')
+    await visit(standard.page, `${dash.server.url}/account/tokens/new`)
     for (const scope of ['navigation:read', 'user:write', 'analytics:read']) {
       await expect(checkbox(standard.page, scope).count(), scope).resolves.toBe(0)
     }
@@ -207,8 +196,8 @@ describe.skipIf(!available)('forms of the dashboard', () => {
   })
 
   it('refuses a wrong current password and a short new one in settings', async () => {
-    const { context, page, password } = await signedIn(browser, server, 'formsettings')
-    await visit(page, `${server.url}/account/settings`)
+    const { context, page, password } = await signedIn(dash.browser, dash.server, 'formsettings')
+    await visit(page, `${dash.server.url}/account/settings`)
     await field(page, 'Current password').fill('not the password')
     await field(page, 'New password').fill('a good new password')
     const wrong = await click(page, 'Change password')
@@ -223,26 +212,26 @@ describe.skipIf(!available)('forms of the dashboard', () => {
     await expect(page.getByRole('alert').count()).resolves.toBe(1)
 
     await click(page, 'Sign out')
-    const old = await signIn(page, server, 'formsettings', password)
+    const old = await signIn(page, dash.server, 'formsettings', password)
     expect(old.statuses).toEqual([303, 200])
     expect(await bodyText(page)).not.toContain('Wrong username or password')
     await context.close()
   })
 
   it('pages the tokens 100 at a time with Next page and Previous page', async () => {
-    const { context, page } = await signedIn(browser, server, 'formpages')
+    const { context, page } = await signedIn(dash.browser, dash.server, 'formpages')
     const sk = await reader('formpages')
     for (let i = 0; i < 100; i += 10) {
       await Promise.all(
         Array.from({ length: 10 }, (_, j) =>
-          api(server, 'POST', '/tokens/v2/formpages', sk, {
+          api(dash.server, 'POST', '/tokens/v2/formpages', sk, {
             note: `n${String(i + j).padStart(3, '0')}`,
           }),
         ),
       )
     }
     // The default token, the CLI's sk and 100 more: 102 tokens, two pages.
-    await visit(page, `${server.url}/account`)
+    await visit(page, `${dash.server.url}/account`)
     const first = await tokenNotes(page)
     expect(first).toHaveLength(100)
     expect(first[0]).toBe('Default public token')

@@ -1,7 +1,7 @@
-import type { Browser, BrowserContext, Page } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type ServerProcess, startServer, tessera } from '../e2e/server.js'
-import { browserAvailable, launchBrowser } from './browser.js'
+import type { BrowserContext, Page } from 'playwright-core'
+import { describe, expect, it } from 'vitest'
+import { tessera } from '../e2e/server.js'
+import { browserAvailable } from './browser.js'
 import {
   bodyText,
   button,
@@ -24,6 +24,7 @@ import {
   tokenNotes,
   visit,
 } from './dashboard.js'
+import { useDashboard } from './fixture.js'
 
 const available = browserAvailable()
 const password = 'correct horse battery'
@@ -32,26 +33,14 @@ const platform = 'https://platform.example'
 
 /** The people of an account in Chromium, by the accessible names of the pages. */
 describe.skipIf(!available)('members, roles and portal links', () => {
-  let server: ServerProcess
-  let browser: Browser
-
-  beforeAll(async () => {
-    ;[server, browser] = await Promise.all([
-      startServer({ ADMIN_KEYS: adminKey, PORTAL_RETURN_ORIGINS: platform }),
-      launchBrowser(),
-    ])
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await server?.stop()
-  })
+  const dash = useDashboard({ env: { ADMIN_KEYS: adminKey, PORTAL_RETURN_ORIGINS: platform } })
 
   /** A new account whose holder is signed in (a context of its own). */
   const holder = async (username: string) => {
-    const account = await createAccount(server, username)
-    const context = await newContext(browser)
+    const account = await createAccount(dash.server, username)
+    const context = await newContext(dash.browser)
     const page = await context.newPage()
-    expect((await setPassword(page, server, account.setupUrl, password)).statuses).toEqual([
+    expect((await setPassword(page, dash.server, account.setupUrl, password)).statuses).toEqual([
       303, 200,
     ])
     return { account, context, page }
@@ -64,12 +53,12 @@ describe.skipIf(!available)('members, roles and portal links', () => {
     await field(page, 'Role').selectOption(role)
     expect((await click(page, 'Create invitation link')).statuses).toEqual([200])
     const url = await field(page, 'Invitation link').inputValue()
-    return server.url + new URL(url).pathname
+    return dash.server.url + new URL(url).pathname
   }
 
   /** A new person joins with an invitation link: a context of their own, signed in. */
   const accept = async (url: string, login: string) => {
-    const context = await newContext(browser)
+    const context = await newContext(dash.browser)
     const page = await context.newPage()
     await visit(page, url)
     if (login === 'devon') await inspect(page, 'invitation')
@@ -110,12 +99,12 @@ describe.skipIf(!available)('members, roles and portal links', () => {
     expect(await button(dev.page, 'Create invitation link').count()).toBe(0)
 
     // The viewer reads every page, with no sk string and no form that changes anything.
-    await visit(viewer.page, `${server.url}/account`)
+    await visit(viewer.page, `${dash.server.url}/account`)
     expect(await tokenNotes(viewer.page)).toEqual(['Default public token', 'backend'])
     expect(await link(viewer.page, 'Create a token').count()).toBe(0)
     await inspect(viewer.page, 'viewer-tokens')
     for (const path of ['/account', '/account/scopes', '/account/activity', '/account/members']) {
-      await visit(viewer.page, `${server.url}${path}`)
+      await visit(viewer.page, `${dash.server.url}${path}`)
       expect(await changingForms(viewer.page), path).toEqual([])
       expect(await viewer.page.content(), path).not.toContain(sk)
       expect(await bodyText(viewer.page), path).not.toMatch(/\bsk\.[A-Za-z0-9_-]{10}/)
@@ -131,9 +120,9 @@ describe.skipIf(!available)('members, roles and portal links', () => {
     const csrf = (await formOf(button(viewer.page, 'Sign out everywhere'))).fields.find(
       ([k]) => k === '_csrf',
     ) as [string, string]
-    const headers = { origin: server.url }
+    const headers = { origin: dash.server.url }
     const before = await tessera(
-      server.env,
+      dash.server.env,
       'audit',
       'orbit',
       '--action',
@@ -164,13 +153,18 @@ describe.skipIf(!available)('members, roles and portal links', () => {
       ['/account/members/vera/role', [['role', 'owner']]],
       ['/account/members/orbit/remove', []],
     ] as [string, [string, string][]][]) {
-      const res = await postForm(viewer.context, `${server.url}${path}`, [csrf, ...fields], headers)
+      const res = await postForm(
+        viewer.context,
+        `${dash.server.url}${path}`,
+        [csrf, ...fields],
+        headers,
+      )
       expect(res.status(), path).toBe(403)
       expectPageHeaders(res.headers(), path)
     }
     expect(
       await tessera(
-        server.env,
+        dash.server.env,
         'audit',
         'orbit',
         '--action',
@@ -178,7 +172,7 @@ describe.skipIf(!available)('members, roles and portal links', () => {
       ),
     ).toEqual(before)
     expect(
-      (await tessera(server.env, 'member', 'list', 'orbit')).map(
+      (await tessera(dash.server.env, 'member', 'list', 'orbit')).map(
         (m: { login: string; role: string }) => [m.login, m.role],
       ),
     ).toEqual([
@@ -193,12 +187,12 @@ describe.skipIf(!available)('members, roles and portal links', () => {
     await owner.page.getByLabel('Role of devon', { exact: true }).selectOption('viewer')
     expect((await click(owner.page, 'Change role of devon')).statuses).toEqual([303, 200])
     expect(await owner.page.getByRole('status').innerText()).toContain('Role changed')
-    await visit(dev.page, `${server.url}/account`)
+    await visit(dev.page, `${dash.server.url}/account`)
     expect(await heading(dev.page)).toBe('Sign in')
     expect((await click(owner.page, 'Remove vera')).statuses).toEqual([303, 200])
-    await visit(viewer.page, `${server.url}/account/settings`)
+    await visit(viewer.page, `${dash.server.url}/account/settings`)
     expect(await heading(viewer.page)).toBe('Sign in')
-    expect(await sessionCookieOf(viewer.context, server)).toBeUndefined()
+    expect(await sessionCookieOf(viewer.context, dash.server)).toBeUndefined()
 
     // The last owner stays.
     expect((await click(owner.page, 'Remove orbit')).statuses).toEqual([409])
@@ -219,9 +213,9 @@ describe.skipIf(!available)('members, roles and portal links', () => {
     expect((await click(first.page, 'Join second')).statuses).toEqual([303, 200])
     expect(await first.page.locator('.who').innerText()).toBe('second (first)')
 
-    const context = await newContext(browser)
+    const context = await newContext(dash.browser)
     const page = await context.newPage()
-    const signedIn = await signIn(page, server, 'first', password)
+    const signedIn = await signIn(page, dash.server, 'first', password)
     expect(signedIn.statuses).toEqual([303, 200])
     expect(await heading(page)).toBe('Choose an account')
     await inspect(page, 'choose-account')
@@ -237,17 +231,17 @@ describe.skipIf(!available)('members, roles and portal links', () => {
   it('a portal link lands signed in with its role, once; the second time it is 410', async () => {
     const owner = await holder('portal')
     await owner.context.close()
-    const context: BrowserContext = await newContext(browser)
+    const context: BrowserContext = await newContext(dash.browser)
     const make = async (role: string) => {
       const res = await context.request.post(
-        `${server.url}/admin/v1/accounts/portal/portal-links`,
+        `${dash.server.url}/admin/v1/accounts/portal/portal-links`,
         {
           headers: { authorization: `Bearer ${adminKey.slice(3)}` },
           data: { email: 'pat@platform.example', role, returnUrl: `${platform}/settings` },
         },
       )
       expect(res.status()).toBe(201)
-      return server.url + new URL((await res.json()).url).pathname
+      return dash.server.url + new URL((await res.json()).url).pathname
     }
     const url = await make('developer')
     const page = await context.newPage()
@@ -266,7 +260,7 @@ describe.skipIf(!available)('members, roles and portal links', () => {
     expect(await link(page, 'Create a token').isVisible()).toBe(true)
     expect(await link(page, 'Back to platform.example').isVisible()).toBe(true)
 
-    const again = await newContext(browser)
+    const again = await newContext(dash.browser)
     const other = await again.newPage()
     const second = await visit(other, url)
     expect(second.statuses).toEqual([410])

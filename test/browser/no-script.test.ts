@@ -1,8 +1,6 @@
-import type { Browser } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { api } from '../e2e/client.js'
-import { type ServerProcess, startServer } from '../e2e/server.js'
-import { browserAvailable, launchBrowser } from './browser.js'
+import { browserAvailable } from './browser.js'
 import {
   bodyText,
   checkbox,
@@ -19,33 +17,22 @@ import {
   tokenRow,
   visit,
 } from './dashboard.js'
+import { useDashboard } from './fixture.js'
 
 const available = browserAvailable()
 
 /** Scripts may only enhance (DASHBOARD.md section 1): everything works with plain forms. */
 describe.skipIf(!available)('the dashboard without JavaScript', () => {
-  let server: ServerProcess
-  let browser: Browser
-
-  beforeAll(async () => {
-    // Dashboard requests do not count against the account's API rate limit (DASHBOARD.md
-    // section 4): the few API calls below fit in 6 a minute, the many page loads would not.
-    ;[server, browser] = await Promise.all([
-      startServer({ RATE_LIMIT_PER_MINUTE: '6' }),
-      launchBrowser(),
-    ])
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await server?.stop()
-  })
+  // Dashboard requests do not count against the account's API rate limit (DASHBOARD.md
+  // section 4): the few API calls below fit in 6 a minute, the many page loads would not.
+  const dash = useDashboard({ env: { RATE_LIMIT_PER_MINUTE: '6' } })
 
   it('sets a password, creates, reveals, edits and deletes a token, and signs out', async () => {
-    const account = await createAccount(server, 'noscript')
-    const context = await newContext(browser, { javaScriptEnabled: false })
+    const account = await createAccount(dash.server, 'noscript')
+    const context = await newContext(dash.browser, { javaScriptEnabled: false })
     const page = await context.newPage()
 
-    const set = await setPassword(page, server, account.setupUrl, 'plain forms only')
+    const set = await setPassword(page, dash.server, account.setupUrl, 'plain forms only')
     expect(set.statuses).toEqual([303, 200])
     expect(await heading(page)).toBe('Access tokens')
     await expect(tokenRow(page, 'Default public token').locator('code').innerText()).resolves.toBe(
@@ -65,7 +52,7 @@ describe.skipIf(!available)('the dashboard without JavaScript', () => {
     expect(token).toMatch(/^sk\./)
     expect(await bodyText(page)).toContain('will not be shown again')
     await screenshot(page, 'no-script-reveal')
-    await expect(retrieveCode(server, token)).resolves.toBe('TokenValid')
+    await expect(retrieveCode(dash.server, token)).resolves.toBe('TokenValid')
 
     await follow(page, 'Access tokens')
     await follow(page, 'no script')
@@ -89,15 +76,15 @@ describe.skipIf(!available)('the dashboard without JavaScript', () => {
     expect(deleted.statuses).toEqual([303, 200])
     expect(pathOf(page)).toBe('/account')
     await expect(tokenRow(page, 'no script, edited').count()).resolves.toBe(0)
-    await expect(retrieveCode(server, token)).resolves.toBe('TokenRevoked')
-    const counted = await api(server, 'GET', '/tokens/v2', account.defaultToken.token)
+    await expect(retrieveCode(dash.server, token)).resolves.toBe('TokenRevoked')
+    const counted = await api(dash.server, 'GET', '/tokens/v2', account.defaultToken.token)
     expect(counted.status).toBe(200)
     expect(counted.headers['x-rate-limit-limit']).toBe('6')
 
     const out = await click(page, 'Sign out')
     expect(out.statuses.at(-1)).toBe(200)
     expect(await heading(page)).toBe('Sign in')
-    await visit(page, `${server.url}/account`)
+    await visit(page, `${dash.server.url}/account`)
     expect(pathOf(page)).toBe('/account/sign-in')
     await context.close()
   })

@@ -1,8 +1,6 @@
-import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type ServerProcess, startServer } from '../e2e/server.js'
-import { freePort } from '../oidc.js'
-import { browserAvailable, launchBrowser } from './browser.js'
+import type { BrowserContext, CDPSession, Page } from 'playwright-core'
+import { describe, expect, it } from 'vitest'
+import { browserAvailable } from './browser.js'
 import {
   bodyText,
   button,
@@ -18,6 +16,7 @@ import {
   virtualAuthenticator,
   visit,
 } from './dashboard.js'
+import { useDashboard } from './fixture.js'
 
 const available = browserAvailable()
 const password = 'correct horse battery'
@@ -28,22 +27,7 @@ const password = 'correct horse battery'
  * relying party id, so the dashboard is reached as https://localhost here.
  */
 describe.skipIf(!available)('passkeys (WebAuthn)', () => {
-  let server: ServerProcess
-  let browser: Browser
-  let base: string
-
-  beforeAll(async () => {
-    const port = await freePort()
-    base = `https://localhost:${port}`
-    ;[server, browser] = await Promise.all([
-      startServer({ PORT: String(port), PUBLIC_URL: base }),
-      launchBrowser(),
-    ])
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await server?.stop()
-  })
+  const dash = useDashboard({ webauthn: true })
 
   const authenticator = virtualAuthenticator
   const credentials = async (a: { cdp: CDPSession; authenticatorId: string }) =>
@@ -51,7 +35,7 @@ describe.skipIf(!available)('passkeys (WebAuthn)', () => {
       .credentials
 
   const addPasskey = async (page: Page, name: string) => {
-    await visit(page, `${base}/account/settings`)
+    await visit(page, `${dash.url}/account/settings`)
     await field(page, 'Passkey name').fill(name)
     const added = await navigation(page, () => button(page, 'Add a passkey').click())
     expect(added.statuses).toEqual([303, 200])
@@ -59,15 +43,15 @@ describe.skipIf(!available)('passkeys (WebAuthn)', () => {
   }
 
   const signInWithPasskey = async (page: Page) => {
-    await visit(page, `${base}/account/sign-in`)
+    await visit(page, `${dash.url}/account/sign-in`)
     return navigation(page, () => button(page, 'Sign in with a passkey').click())
   }
 
   it('registers passkeys, signs in with one alone, removes one; a removed one is refused', async () => {
-    const account = await createAccount(server, 'keys')
-    const context: BrowserContext = await newContext(browser)
+    const account = await createAccount(dash.server, 'keys')
+    const context: BrowserContext = await newContext(dash.browser)
     const page = await context.newPage()
-    await visit(page, base + new URL(account.setupUrl).pathname)
+    await visit(page, dash.url + new URL(account.setupUrl).pathname)
     await field(page, 'New password').fill(password)
     await field(page, 'Confirm password').fill(password)
     await click(page, 'Set password')
@@ -79,7 +63,7 @@ describe.skipIf(!available)('passkeys (WebAuthn)', () => {
     await click(page, 'Sign out')
 
     // With a passkey, a password sign-in asks for it as the second step.
-    await visit(page, `${base}/account/sign-in`)
+    await visit(page, `${dash.url}/account/sign-in`)
     await field(page, 'Username').fill('keys')
     await field(page, 'Password').fill(password)
     expect((await click(page, 'Sign in')).statuses).toEqual([303, 200])
@@ -127,14 +111,14 @@ describe.skipIf(!available)('passkeys (WebAuthn)', () => {
     const refused = await signInWithPasskey(page)
     expect(refused.statuses).toEqual([401])
     expect(await heading(page)).toBe('Sign-in refused')
-    expect(await sessionCookieOf(context, server)).toBeUndefined()
+    expect(await sessionCookieOf(context, dash.server)).toBeUndefined()
     await context.close()
   })
 
   it('says the passkey buttons need scripts when scripts are off; the rest still works', async () => {
-    const context = await newContext(browser, { javaScriptEnabled: false })
+    const context = await newContext(dash.browser, { javaScriptEnabled: false })
     const page = await context.newPage()
-    await visit(page, `${base}/account/sign-in`)
+    await visit(page, `${dash.url}/account/sign-in`)
     expect(await button(page, 'Sign in with a passkey').isDisabled()).toBe(true)
     expect(await bodyText(page)).toContain(
       'Passkeys need JavaScript, which is off in this browser.',

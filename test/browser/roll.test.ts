@@ -1,7 +1,6 @@
-import type { Browser } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type ServerProcess, startServer, tessera } from '../e2e/server.js'
-import { browserAvailable, launchBrowser } from './browser.js'
+import { describe, expect, it } from 'vitest'
+import { tessera } from '../e2e/server.js'
+import { browserAvailable } from './browser.js'
 import {
   bodyText,
   checkbox,
@@ -14,24 +13,16 @@ import {
   signedIn,
   tokenNotes,
 } from './dashboard.js'
+import { useDashboard } from './fixture.js'
 
 const available = browserAvailable()
 
 /** Rolling a token from its page: the new string once, the old one until the chosen time. */
 describe.skipIf(!available)('rolling a token in the dashboard', () => {
-  let server: ServerProcess
-  let browser: Browser
-
-  beforeAll(async () => {
-    ;[server, browser] = await Promise.all([startServer(), launchBrowser()])
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await server?.stop()
-  })
+  const dash = useDashboard()
 
   it('rolls a secret token now, and a public one with the old string kept for an hour', async () => {
-    const { page, context, account } = await signedIn(browser, server, 'roller')
+    const { page, context, account } = await signedIn(dash.browser, dash.server, 'roller')
     await follow(page, 'Create a token')
     await field(page, 'Note').fill('backend')
     await checkbox(page, 'tokens:write').check()
@@ -45,8 +36,8 @@ describe.skipIf(!available)('rolling a token in the dashboard', () => {
     const rolled = await field(page, 'New token').inputValue()
     expect(rolled).toMatch(/^sk\./)
     expect(rolled).not.toBe(old)
-    expect(await retrieveCode(server, old)).toBe('TokenRevoked')
-    expect(await retrieveCode(server, rolled)).toBe('TokenValid')
+    expect(await retrieveCode(dash.server, old)).toBe('TokenRevoked')
+    expect(await retrieveCode(dash.server, rolled)).toBe('TokenValid')
 
     await follow(page, 'Back to access tokens')
     expect(await tokenNotes(page)).toEqual(['Default public token', 'backend'])
@@ -57,9 +48,9 @@ describe.skipIf(!available)('rolling a token in the dashboard', () => {
       /The old token works until \d{4}-\d\d-\d\d \d\d:\d\d UTC\./,
     )
     const newDefault = await field(page, 'New token').inputValue()
-    expect(await retrieveCode(server, newDefault)).toBe('TokenValid')
-    expect(await retrieveCode(server, account.defaultToken.token)).toBe('TokenValid')
-    const list = await tessera(server.env, 'audit', 'roller', '--action', 'token.rolled')
+    expect(await retrieveCode(dash.server, newDefault)).toBe('TokenValid')
+    expect(await retrieveCode(dash.server, account.defaultToken.token)).toBe('TokenValid')
+    const list = await tessera(dash.server.env, 'audit', 'roller', '--action', 'token.rolled')
     expect(list.map((e: { actor: { login?: string; method?: string } }) => e.actor.login)).toEqual([
       'roller',
       'roller',

@@ -1,7 +1,6 @@
-import type { Browser, BrowserContext } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type ServerProcess, startServer } from '../e2e/server.js'
-import { browserAvailable, launchBrowser } from './browser.js'
+import type { BrowserContext } from 'playwright-core'
+import { describe, expect, it } from 'vitest'
+import { browserAvailable } from './browser.js'
 import {
   accountWithPassword,
   button,
@@ -30,34 +29,26 @@ import {
   visit,
   withCsrf,
 } from './dashboard.js'
+import { useDashboard } from './fixture.js'
 
 const available = browserAvailable()
 
 /** What DASHBOARD.md section 5 promises against an attacker. */
 describe.skipIf(!available)('dashboard security', () => {
-  let server: ServerProcess
-  let browser: Browser
+  const dash = useDashboard()
 
-  beforeAll(async () => {
-    ;[server, browser] = await Promise.all([startServer(), launchBrowser()])
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await server?.stop()
-  })
-
-  const sessionCookie = (context: BrowserContext) => sessionCookieOf(context, server)
+  const sessionCookie = (context: BrowserContext) => sessionCookieOf(context, dash.server)
 
   describe('session cookie', () => {
     it('is __Host-tessera_session with Secure, HttpOnly, SameSite=Lax, Path=/ and no Domain', async () => {
-      await accountWithPassword(browser, server, 'cookie', 'cookie password')
-      const context = await newContext(browser)
+      await accountWithPassword(dash.browser, dash.server, 'cookie', 'cookie password')
+      const context = await newContext(dash.browser)
       const page = await context.newPage()
-      await visit(page, `${server.url}/account/sign-in`)
+      await visit(page, `${dash.server.url}/account/sign-in`)
       await field(page, 'Username').fill('cookie')
       await field(page, 'Password').fill('cookie password')
       const form = await formOf(button(page, 'Sign in'))
-      const raw = await postForm(context, form.action, form.fields, { Origin: server.url })
+      const raw = await postForm(context, form.action, form.fields, { Origin: dash.server.url })
       expect(raw.status()).toBe(303)
       const cookies = raw
         .headersArray()
@@ -77,7 +68,7 @@ describe.skipIf(!available)('dashboard security', () => {
       expect(lower.filter((a) => a.startsWith('domain'))).toEqual([])
 
       // Signing in again in the browser gives a new id, with the same flags in the jar.
-      const signed = await signIn(page, server, 'cookie', 'cookie password')
+      const signed = await signIn(page, dash.server, 'cookie', 'cookie password')
       expect(signed.statuses).toEqual([303, 200])
       const jar = await sessionCookie(context)
       expect(jar).toMatchObject({
@@ -93,27 +84,27 @@ describe.skipIf(!available)('dashboard security', () => {
     })
 
     it('is void once signed out, even if replayed', async () => {
-      const { context, page } = await signedIn(browser, server, 'replay')
+      const { context, page } = await signedIn(dash.browser, dash.server, 'replay')
       const before = await sessionCookie(context)
       expect(before).toBeDefined()
       await click(page, 'Sign out')
       expect(await heading(page)).toBe('Sign in')
-      const thief = await newContext(browser)
+      const thief = await newContext(dash.browser)
       await thief.addCookies([{ ...(before as NonNullable<typeof before>) }])
       const stolen = await thief.newPage()
-      await visit(stolen, `${server.url}/account`)
+      await visit(stolen, `${dash.server.url}/account`)
       expect(pathAndQuery(stolen.url())).toBe('/account/sign-in')
       await thief.close()
       await context.close()
     })
 
     it('never authorises an API route', async () => {
-      const { context } = await signedIn(browser, server, 'cookieapi')
-      const list = await context.request.get(`${server.url}/tokens/v2/cookieapi`)
+      const { context } = await signedIn(dash.browser, dash.server, 'cookieapi')
+      const list = await context.request.get(`${dash.server.url}/tokens/v2/cookieapi`)
       expect(list.status()).toBe(401)
       expect(list.headers()['content-type']).toMatch(/^application\/json/)
       expect(await list.json()).toMatchObject({ message: 'Unauthorized' })
-      const retrieve = await context.request.get(`${server.url}/tokens/v2`)
+      const retrieve = await context.request.get(`${dash.server.url}/tokens/v2`)
       expect(retrieve.status()).toBe(422)
       expect(await retrieve.json()).toMatchObject({ message: 'access token is required' })
       await context.close()
@@ -122,16 +113,20 @@ describe.skipIf(!available)('dashboard security', () => {
 
   describe('forged requests', () => {
     it('refuses a form without or with a wrong CSRF token, or from another origin: 403, nothing created', async () => {
-      const { context, page } = await signedIn(browser, server, 'csrfcreate')
-      await visit(page, `${server.url}/account/tokens/new`)
+      const { context, page } = await signedIn(dash.browser, dash.server, 'csrfcreate')
+      await visit(page, `${dash.server.url}/account/tokens/new`)
       await field(page, 'Note').fill('csrf probe')
       await checkbox(page, 'styles:read').check()
       const form = await formOf(button(page, 'Create token'))
       const csrf = form.fields.find(([k]) => k === '_csrf')?.[1] ?? ''
       expect(csrf.length, 'a hidden _csrf field in the form').toBeGreaterThan(0)
       const forgeries: [string, [string, string][], Record<string, string>][] = [
-        ['no _csrf', withCsrf(form.fields), { Origin: server.url }],
-        ['wrong _csrf', withCsrf(form.fields, 'A'.repeat(csrf.length)), { Origin: server.url }],
+        ['no _csrf', withCsrf(form.fields), { Origin: dash.server.url }],
+        [
+          'wrong _csrf',
+          withCsrf(form.fields, 'A'.repeat(csrf.length)),
+          { Origin: dash.server.url },
+        ],
         ['foreign Origin', form.fields, { Origin: evil }],
         ['foreign Referer, no Origin', form.fields, { Referer: `${evil}/page` }],
         ['neither Origin nor Referer', form.fields, {}],
@@ -142,57 +137,57 @@ describe.skipIf(!available)('dashboard security', () => {
         expectPageHeaders(answer.headers(), `403 (${what})`)
         expect(await answer.text(), what).toMatch(/<html/i)
       }
-      await visit(page, `${server.url}/account`)
+      await visit(page, `${dash.server.url}/account`)
       await expect(tokenRow(page, 'csrf probe').count()).resolves.toBe(0)
 
       // The same form, sent properly, works: the refusals were about CSRF and origin alone.
-      const sent = await postForm(context, form.action, form.fields, { Origin: server.url })
+      const sent = await postForm(context, form.action, form.fields, { Origin: dash.server.url })
       expect(sent.status()).toBe(200)
-      await visit(page, `${server.url}/account`)
+      await visit(page, `${dash.server.url}/account`)
       await expect(tokenRow(page, 'csrf probe').count()).resolves.toBe(1)
       await context.close()
     })
 
     it('refuses a forged delete and a forged sign out: the token and the session survive', async () => {
-      const { context, page } = await signedIn(browser, server, 'csrfdelete')
-      await visit(page, `${server.url}/account/tokens/new`)
+      const { context, page } = await signedIn(dash.browser, dash.server, 'csrfdelete')
+      await visit(page, `${dash.server.url}/account/tokens/new`)
       await field(page, 'Note').fill('keep me')
       await click(page, 'Create token')
       const token = await field(page, 'New token').inputValue()
-      await visit(page, `${server.url}/account`)
+      await visit(page, `${dash.server.url}/account`)
       const id = await tokenId(page, 'keep me')
-      await visit(page, `${server.url}/account/tokens/${id}/delete`)
+      await visit(page, `${dash.server.url}/account/tokens/${id}/delete`)
       const form = await formOf(button(page, 'Delete'))
       for (const [what, fields, headers] of [
-        ['no _csrf', withCsrf(form.fields), { Origin: server.url }],
-        ['wrong _csrf', withCsrf(form.fields, 'wrong'), { Origin: server.url }],
+        ['no _csrf', withCsrf(form.fields), { Origin: dash.server.url }],
+        ['wrong _csrf', withCsrf(form.fields, 'wrong'), { Origin: dash.server.url }],
         ['foreign Origin', form.fields, { Origin: evil }],
       ] as const) {
         const answer = await postForm(context, form.action, [...fields], headers)
         expect(answer.status(), what).toBe(403)
         expectPageHeaders(answer.headers(), `403 delete (${what})`)
       }
-      await expect(retrieveCode(server, token)).resolves.toBe('TokenValid')
+      await expect(retrieveCode(dash.server, token)).resolves.toBe('TokenValid')
 
       const signOut = await formOf(button(page, 'Sign out'))
       const refused = await postForm(context, signOut.action, signOut.fields, { Origin: evil })
       expect(refused.status()).toBe(403)
-      const still = await visit(page, `${server.url}/account`)
+      const still = await visit(page, `${dash.server.url}/account`)
       expect(still.statuses).toEqual([200])
       expect(await heading(page)).toBe('Access tokens')
       await expect(tokenRow(page, 'keep me').count()).resolves.toBe(1)
 
-      const deleted = await postForm(context, form.action, form.fields, { Origin: server.url })
+      const deleted = await postForm(context, form.action, form.fields, { Origin: dash.server.url })
       expect(deleted.status()).toBe(303)
-      await expect(retrieveCode(server, token)).resolves.toBe('TokenRevoked')
+      await expect(retrieveCode(dash.server, token)).resolves.toBe('TokenRevoked')
       await context.close()
     })
 
     it('refuses sign-in and setup posted from another origin', async () => {
-      await accountWithPassword(browser, server, 'originsignin', 'origin password')
-      const context = await newContext(browser)
+      await accountWithPassword(dash.browser, dash.server, 'originsignin', 'origin password')
+      const context = await newContext(dash.browser)
       const page = await context.newPage()
-      await visit(page, `${server.url}/account/sign-in`)
+      await visit(page, `${dash.server.url}/account/sign-in`)
       await field(page, 'Username').fill('originsignin')
       await field(page, 'Password').fill('origin password')
       const signInForm = await formOf(button(page, 'Sign in'))
@@ -204,8 +199,8 @@ describe.skipIf(!available)('dashboard security', () => {
       expect(refused.headers()['set-cookie'] ?? '').not.toContain(cookieName)
       await expect(sessionCookie(context)).resolves.toBeUndefined()
 
-      const account = await createAccount(server, 'originsetup')
-      await visit(page, setupLink(server, account.setupUrl))
+      const account = await createAccount(dash.server, 'originsetup')
+      await visit(page, setupLink(dash.server, account.setupUrl))
       await field(page, 'New password').fill('origin setup password')
       await field(page, 'Confirm password').fill('origin setup password')
       const setupForm = await formOf(button(page, 'Set password'))
@@ -213,7 +208,7 @@ describe.skipIf(!available)('dashboard security', () => {
       expect(forged.status()).toBe(403)
       expectPageHeaders(forged.headers(), '403 setup')
       // The link was not used up.
-      const again = await visit(page, setupLink(server, account.setupUrl))
+      const again = await visit(page, setupLink(dash.server, account.setupUrl))
       expect(again.statuses).toEqual([200])
       expect(await heading(page)).toBe('Set your password')
       await context.close()
@@ -221,12 +216,12 @@ describe.skipIf(!available)('dashboard security', () => {
   })
 
   it('shows what was typed as text and runs none of it', async () => {
-    const { context, page } = await signedIn(browser, server, 'xss')
+    const { context, page } = await signedIn(dash.browser, dash.server, 'xss')
     const dialogs = refuseDialogs(page)
     const note = '<script>alert(1)</script>'
     const url = 'https://example.com/"><script>alert(2)</script>'
 
-    await visit(page, `${server.url}/account/tokens/new`)
+    await visit(page, `${dash.server.url}/account/tokens/new`)
     await field(page, 'Note').fill(`${note}<img src=x onerror=alert(3)>`)
     await field(page, 'Allowed URLs').fill(url)
     const first = await click(page, 'Create token')
@@ -241,10 +236,10 @@ describe.skipIf(!available)('dashboard security', () => {
     }
     expect(await page.content()).not.toContain('<script>alert(')
 
-    await visit(page, `${server.url}/account/tokens/new`)
+    await visit(page, `${dash.server.url}/account/tokens/new`)
     await field(page, 'Note').fill(note)
     expect((await click(page, 'Create token')).statuses).toEqual([200])
-    await visit(page, `${server.url}/account`)
+    await visit(page, `${dash.server.url}/account`)
     await expect(link(tokenRow(page, note), note).innerText()).resolves.toBe(note)
     expect(await page.content()).not.toContain('<script>alert(')
     await follow(page, note)
@@ -256,29 +251,29 @@ describe.skipIf(!available)('dashboard security', () => {
   })
 
   it('after sign-in goes back to the page asked for, never to another site', async () => {
-    const holder = await signedIn(browser, server, 'nextuser')
+    const holder = await signedIn(dash.browser, dash.server, 'nextuser')
     await holder.context.close()
-    const context = await newContext(browser)
+    const context = await newContext(dash.browser)
     const page = await context.newPage()
-    const asked = await visit(page, `${server.url}/account/tokens/new`)
+    const asked = await visit(page, `${dash.server.url}/account/tokens/new`)
     expect([302, 303]).toContain(asked.statuses[0])
     expect(pathAndQuery(page.url())).toBe('/account/sign-in?next=%2Faccount%2Ftokens%2Fnew')
     await field(page, 'Username').fill('nextuser')
     await field(page, 'Password').fill(holder.password)
     await click(page, 'Sign in')
-    expect(page.url()).toBe(`${server.url}/account/tokens/new`)
+    expect(page.url()).toBe(`${dash.server.url}/account/tokens/new`)
     expect(await heading(page)).toBe('Create a token')
     await click(page, 'Sign out')
 
     const landed = await signIn(
       page,
-      server,
+      dash.server,
       'nextuser',
       holder.password,
       '?next=%2F%2Fevil.example',
     )
     expect(landed.statuses).toEqual([303, 200])
-    expect(page.url()).toBe(`${server.url}/account`)
+    expect(page.url()).toBe(`${dash.server.url}/account`)
     await click(page, 'Sign out')
 
     // The others through the sign-in form's own fields, reading where the answer points.
@@ -291,20 +286,20 @@ describe.skipIf(!available)('dashboard security', () => {
       '/account/../../evil',
       '/account\\@evil.example',
     ]) {
-      await visit(page, `${server.url}/account/sign-in?next=${encodeURIComponent(next)}`)
+      await visit(page, `${dash.server.url}/account/sign-in?next=${encodeURIComponent(next)}`)
       await field(page, 'Username').fill('nextuser')
       await field(page, 'Password').fill(holder.password)
       const form = await formOf(button(page, 'Sign in'))
-      const answer = await postForm(context, form.action, form.fields, { Origin: server.url })
+      const answer = await postForm(context, form.action, form.fields, { Origin: dash.server.url })
       expect(answer.status(), next).toBe(303)
-      const location = new URL(answer.headers().location ?? '', server.url).href
-      expect(location, next).toBe(`${server.url}/account`)
+      const location = new URL(answer.headers().location ?? '', dash.server.url).href
+      expect(location, next).toBe(`${dash.server.url}/account`)
     }
     await context.close()
   })
 
   it('sends the security headers on every page, error pages included', async () => {
-    const { context, page } = await signedIn(browser, server, 'headers')
+    const { context, page } = await signedIn(dash.browser, dash.server, 'headers')
     const pages: [string, number, boolean][] = [
       ['/account', 200, true],
       ['/account/tokens/new', 200, false],
@@ -314,11 +309,11 @@ describe.skipIf(!available)('dashboard security', () => {
       ['/account/no-such-page', 404, false],
       ['/account/tokens/c000000000000000000000000', 404, false],
     ]
-    await visit(page, `${server.url}/account`)
+    await visit(page, `${dash.server.url}/account`)
     const defaultId = await tokenId(page, 'Default public token')
     pages.push([`/account/tokens/${defaultId}`, 200, true])
     for (const [route, status, noStore] of pages) {
-      const seen = await visit(page, `${server.url}${route}`)
+      const seen = await visit(page, `${dash.server.url}${route}`)
       expect(seen.statuses, route).toEqual([status])
       expectPageHeaders(await seen.response.allHeaders(), route, { noStore })
       if (status !== 200) continue
@@ -330,30 +325,32 @@ describe.skipIf(!available)('dashboard security', () => {
     }
     const signOut = await formOf(button(page, 'Sign out'))
     const forbidden = await postForm(context, signOut.action, withCsrf(signOut.fields), {
-      Origin: server.url,
+      Origin: dash.server.url,
     })
     expect(forbidden.status()).toBe(403)
     expectPageHeaders(forbidden.headers(), '403')
 
-    const visitor = await newContext(browser)
+    const visitor = await newContext(dash.browser)
     const signedOut = await visitor.newPage()
-    const signInPage = await visit(signedOut, `${server.url}/account/sign-in`)
+    const signInPage = await visit(signedOut, `${dash.server.url}/account/sign-in`)
     expect(signInPage.statuses).toEqual([200])
     expectPageHeaders(await signInPage.response.allHeaders(), 'sign in')
-    const account = await createAccount(server, 'headers2')
-    const setup = await visit(signedOut, setupLink(server, account.setupUrl))
+    const account = await createAccount(dash.server, 'headers2')
+    const setup = await visit(signedOut, setupLink(dash.server, account.setupUrl))
     expect(setup.statuses).toEqual([200])
     expectPageHeaders(await setup.response.allHeaders(), 'setup')
     await Promise.all([context.close(), visitor.close()])
   })
 
   it('redirects / to /account; API routes answer JSON, never HTML or a redirect', async () => {
-    const context = await newContext(browser)
-    const root = await context.request.get(`${server.url}/`, { maxRedirects: 0 })
+    const context = await newContext(dash.browser)
+    const root = await context.request.get(`${dash.server.url}/`, { maxRedirects: 0 })
     expect([301, 302, 303, 307, 308]).toContain(root.status())
-    expect(new URL(root.headers().location ?? '', server.url).href).toBe(`${server.url}/account`)
+    expect(new URL(root.headers().location ?? '', dash.server.url).href).toBe(
+      `${dash.server.url}/account`,
+    )
     for (const route of ['/tokens/v2/nobody', '/tokens/v2', '/scopes/v1/nobody']) {
-      const answer = await context.request.get(`${server.url}${route}`, {
+      const answer = await context.request.get(`${dash.server.url}${route}`, {
         maxRedirects: 0,
         headers: { Accept: 'text/html' },
       })
@@ -364,9 +361,9 @@ describe.skipIf(!available)('dashboard security', () => {
   })
 
   it('answers 404 on /account/sign-up when sign-up is closed (the default)', async () => {
-    const context = await newContext(browser)
+    const context = await newContext(dash.browser)
     const page = await context.newPage()
-    const closed = await visit(page, `${server.url}/account/sign-up`)
+    const closed = await visit(page, `${dash.server.url}/account/sign-up`)
     expect(closed.statuses).toEqual([404])
     expectPageHeaders(await closed.response.allHeaders(), '404 sign-up')
     await expect(button(page, 'Create account').count()).resolves.toBe(0)

@@ -1,11 +1,11 @@
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import type { Browser, Page } from 'playwright-core'
+import type { Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type ServerProcess, startServer, tessera } from '../e2e/server.js'
+import { tessera } from '../e2e/server.js'
 import { clientId, clientSecret, freePort, startProvider, type TestProvider } from '../oidc.js'
-import { browserAvailable, launchBrowser } from './browser.js'
+import { browserAvailable } from './browser.js'
 import {
   bodyText,
   click,
@@ -22,6 +22,7 @@ import {
   signIn,
   visit,
 } from './dashboard.js'
+import { useDashboard } from './fixture.js'
 
 const available = browserAvailable()
 const password = 'correct horse battery'
@@ -31,17 +32,18 @@ const password = 'correct horse battery'
  * whole redirect flow in Chromium, and each way an answer must be refused with no session.
  */
 describe.skipIf(!available)('single sign-on (OpenID Connect)', () => {
-  let server: ServerProcess
-  let browser: Browser
   let provider: TestProvider
-
-  beforeAll(async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'tessera-sso-'))
-    const port = await freePort()
-    const origin = `https://127.0.0.1:${port}`
-    provider = await startProvider(`${origin}/account/sso/callback`, dir)
-    ;[server, browser] = await Promise.all([
-      startServer({
+  // Registered first, run last: after the fixture's browser and server.
+  afterAll(async () => {
+    await provider?.close()
+  })
+  const dash = useDashboard({
+    env: async () => {
+      const dir = mkdtempSync(path.join(tmpdir(), 'tessera-sso-'))
+      const port = await freePort()
+      const origin = `https://127.0.0.1:${port}`
+      provider = await startProvider(`${origin}/account/sso/callback`, dir)
+      return {
         PORT: String(port),
         PUBLIC_URL: origin,
         OIDC_ISSUER: provider.issuer,
@@ -50,15 +52,11 @@ describe.skipIf(!available)('single sign-on (OpenID Connect)', () => {
         OIDC_NAME: 'Acme ID',
         OIDC_CA_FILE: provider.certFile,
         OIDC_ONLY: '1',
-      }),
-      launchBrowser(),
-    ])
-    await createAccount(server, 'acme')
+      }
+    },
   })
-  afterAll(async () => {
-    await browser?.close()
-    await server?.stop()
-    await provider?.close()
+  beforeAll(async () => {
+    await createAccount(dash.server, 'acme')
   })
 
   /** Signs in at the provider's development login form (any password). */
@@ -73,7 +71,9 @@ describe.skipIf(!available)('single sign-on (OpenID Connect)', () => {
    * authorization URL Tessera sent it to.
    */
   const authorizationUrl = async (page: Page) => {
-    const start = await page.context().request.get(`${server.url}/account/sso`, { maxRedirects: 0 })
+    const start = await page
+      .context()
+      .request.get(`${dash.server.url}/account/sso`, { maxRedirects: 0 })
     expect(start.status()).toBe(303)
     return new URL(start.headers().location as string)
   }
@@ -86,7 +86,7 @@ describe.skipIf(!available)('single sign-on (OpenID Connect)', () => {
     const request = page.context().request
     let url = (auth ?? (await authorizationUrl(page))).href
     for (let hop = 0; hop < 10; hop++) {
-      if (url.startsWith(`${server.url}/account/sso/callback`)) return new URL(url)
+      if (url.startsWith(`${dash.server.url}/account/sso/callback`)) return new URL(url)
       const res = await request.get(url, { maxRedirects: 0 })
       if (res.status() === 303 || res.status() === 302) {
         url = new URL(res.headers().location as string, url).href
@@ -106,7 +106,7 @@ describe.skipIf(!available)('single sign-on (OpenID Connect)', () => {
   const refusedWithoutSession = async (page: Page, status: number, text: string) => {
     expect(await heading(page)).toBe('Sign-in refused')
     expect(await bodyText(page)).toContain(text)
-    expect(await sessionCookieOf(page.context(), server)).toBeUndefined()
+    expect(await sessionCookieOf(page.context(), dash.server)).toBeUndefined()
     expect(pathOf(page)).toBe('/account/sso/callback')
     expect(await page.title()).toBe('Sign-in refused · Tessera')
     expect(status).toBeGreaterThanOrEqual(400)
@@ -114,7 +114,7 @@ describe.skipIf(!available)('single sign-on (OpenID Connect)', () => {
 
   it('signs an invited member in through the provider, then by identity alone', async () => {
     const invited = await tessera(
-      server.env,
+      dash.server.env,
       'member',
       'add',
       'acme',
@@ -128,9 +128,9 @@ describe.skipIf(!available)('single sign-on (OpenID Connect)', () => {
       email_verified: true,
       name: 'Sam Smith',
     })
-    const context = await newContext(browser)
+    const context = await newContext(dash.browser)
     const page = await context.newPage()
-    await visit(page, `${server.url}/account/sign-in?next=%2Faccount%2Fscopes`)
+    await visit(page, `${dash.server.url}/account/sign-in?next=%2Faccount%2Fscopes`)
     expect(await link(page, 'Sign in with Acme ID').isVisible()).toBe(true)
     await inspect(page, 'sign-in-sso')
     await link(page, 'Sign in with Acme ID').click()
@@ -139,8 +139,8 @@ describe.skipIf(!available)('single sign-on (OpenID Connect)', () => {
     expect(back.response.status()).toBe(200)
     expect(pathOf(page)).toBe('/account/scopes')
     expect(await heading(page)).toBe('Scopes')
-    expect(await sessionCookieOf(context, server)).toBeDefined()
-    const members = await tessera(server.env, 'member', 'list', 'acme')
+    expect(await sessionCookieOf(context, dash.server)).toBeDefined()
+    const members = await tessera(dash.server.env, 'member', 'list', 'acme')
     expect(members).toEqual([
       expect.objectContaining({ login: 'acme', role: 'owner' }),
       expect.objectContaining({
@@ -152,7 +152,7 @@ describe.skipIf(!available)('single sign-on (OpenID Connect)', () => {
       }),
     ])
     const audit = await tessera(
-      server.env,
+      dash.server.env,
       'audit',
       'acme',
       '--action',
@@ -170,9 +170,9 @@ describe.skipIf(!available)('single sign-on (OpenID Connect)', () => {
 
     // The provider's email changes: the identity (iss, sub) still names the same person.
     provider.people.set('sam', { email: 'sam@elsewhere.example', email_verified: true })
-    const later = await newContext(browser)
+    const later = await newContext(dash.browser)
     const page2 = await later.newPage()
-    await visit(page2, `${server.url}/account/sign-in`)
+    await visit(page2, `${dash.server.url}/account/sign-in`)
     await navigation(page2, () => link(page2, 'Sign in with Acme ID').click())
     const again = await providerLogin(page2, 'sam')
     expect(again.response.status()).toBe(200)
@@ -185,15 +185,15 @@ describe.skipIf(!available)('single sign-on (OpenID Connect)', () => {
 
   it('refuses an unknown email and an unverified one, with a page and no session', async () => {
     provider.people.set('stranger', { email: 'nobody@else.example', email_verified: true })
-    await tessera(server.env, 'member', 'add', 'acme', 'una@acme.example', '--role', 'viewer')
+    await tessera(dash.server.env, 'member', 'add', 'acme', 'una@acme.example', '--role', 'viewer')
     provider.people.set('una', { email: 'una@acme.example', email_verified: false })
     for (const [login, text] of [
       ['stranger', 'Nobody here has the email address nobody@else.example.'],
       ['una', 'Your provider has not verified your email address'],
     ] as const) {
-      const context = await newContext(browser)
+      const context = await newContext(dash.browser)
       const page = await context.newPage()
-      await visit(page, `${server.url}/account/sign-in`)
+      await visit(page, `${dash.server.url}/account/sign-in`)
       await navigation(page, () => link(page, 'Sign in with Acme ID').click())
       const answer = await providerLogin(page, login)
       expect(answer.response.status()).toBe(403)
@@ -205,8 +205,8 @@ describe.skipIf(!available)('single sign-on (OpenID Connect)', () => {
 
   it('refuses a wrong state, a replayed code and a bad nonce, with no session', async () => {
     provider.people.set('rita', { email: 'rita@acme.example', email_verified: true })
-    await tessera(server.env, 'member', 'add', 'acme', 'rita@acme.example', '--role', 'viewer')
-    const context = await newContext(browser)
+    await tessera(dash.server.env, 'member', 'add', 'acme', 'rita@acme.example', '--role', 'viewer')
+    const context = await newContext(dash.browser)
     const page = await context.newPage()
 
     // A wrong state: the flow is used up, nobody is signed in.
@@ -244,7 +244,7 @@ describe.skipIf(!available)('single sign-on (OpenID Connect)', () => {
     expect(badNonce.response.status()).toBe(400)
     await refusedWithoutSession(page, 400, 'could not be completed')
     // Each refused for its own reason (openid-client's words, in the server's log).
-    const reasons = server
+    const reasons = dash.server
       .output()
       .split('\n')
       .filter((line) => line.includes('single sign-on refused'))
@@ -259,7 +259,7 @@ describe.skipIf(!available)('single sign-on (OpenID Connect)', () => {
 
   it('never links the provider to a person who joined with a password and an unproven email', async () => {
     const made = await tessera(
-      server.env,
+      dash.server.env,
       'member',
       'add',
       'acme',
@@ -267,22 +267,22 @@ describe.skipIf(!available)('single sign-on (OpenID Connect)', () => {
       '--role',
       'viewer',
     )
-    const context = await newContext(browser)
+    const context = await newContext(dash.browser)
     const page = await context.newPage()
-    const invitation = server.url + new URL(made.invitationUrl).pathname
+    const invitation = dash.server.url + new URL(made.invitationUrl).pathname
     await visit(page, invitation)
     await field(page, 'Username').fill('pia')
     await field(page, 'New password').fill(password)
     await field(page, 'Confirm password').fill(password)
     expect((await click(page, 'Join acme')).statuses).toEqual([303, 200])
     await click(page, 'Sign out')
-    expect((await signIn(page, server, 'pia', password)).statuses).toEqual([303, 200])
+    expect((await signIn(page, dash.server, 'pia', password)).statuses).toEqual([303, 200])
     await click(page, 'Sign out')
 
     // Anyone can accept an invitation and type an email: the provider's word for the same
     // address does not make them the same person (the owner of another account could have).
     provider.people.set('pia-at-acme', { email: 'pia@acme.example', email_verified: true })
-    await visit(page, `${server.url}/account/sign-in`)
+    await visit(page, `${dash.server.url}/account/sign-in`)
     await navigation(page, () => link(page, 'Sign in with Acme ID').click())
     const answer = await providerLogin(page, 'pia-at-acme')
     expect(answer.response.status()).toBe(403)
@@ -292,7 +292,7 @@ describe.skipIf(!available)('single sign-on (OpenID Connect)', () => {
       'Nobody here has proven the email address pia@acme.example.',
     )
     // Her password still signs her in: OIDC_ONLY refuses only people the provider signs in.
-    const password_ = await signIn(page, server, 'pia', password)
+    const password_ = await signIn(page, dash.server, 'pia', password)
     expect(password_.statuses).toEqual([303, 200])
     expect(await heading(page)).toBe('Access tokens')
     await context.close()

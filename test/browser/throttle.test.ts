@@ -1,7 +1,6 @@
-import type { Browser, BrowserContext, Page } from 'playwright-core'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { type ServerProcess, startServer } from '../e2e/server.js'
-import { browserAvailable, launchBrowser } from './browser.js'
+import type { BrowserContext, Page } from 'playwright-core'
+import { describe, expect, it } from 'vitest'
+import { browserAvailable } from './browser.js'
 import {
   accountWithPassword,
   bodyText,
@@ -16,6 +15,7 @@ import {
   type Visit,
   visit,
 } from './dashboard.js'
+import { useDashboard } from './fixture.js'
 
 const available = browserAvailable()
 
@@ -24,19 +24,7 @@ const available = browserAvailable()
  * mode, no Redis), so every test starts a server of its own.
  */
 describe.skipIf(!available)('sign-in throttling', () => {
-  let browser: Browser
-  let server: ServerProcess | undefined
-
-  beforeAll(async () => {
-    browser = await launchBrowser()
-  })
-  afterEach(async () => {
-    await server?.stop()
-    server = undefined
-  })
-  afterAll(async () => {
-    await browser?.close()
-  })
+  const dash = useDashboard({ server: 'test' })
 
   /**
    * Posts sign-ins with the fields of the sign-in form, as the browser would: the attempts whose
@@ -44,7 +32,7 @@ describe.skipIf(!available)('sign-in throttling', () => {
    */
   async function poster(context: BrowserContext) {
     const page = await context.newPage()
-    await visit(page, `${server?.url}/account/sign-in`)
+    await visit(page, `${dash.server.url}/account/sign-in`)
     const names = await Promise.all(
       ['Username', 'Password'].map((label) => field(page, label).getAttribute('name')),
     )
@@ -56,7 +44,7 @@ describe.skipIf(!available)('sign-in throttling', () => {
         [names[1], password],
       ])
       const fields = form.fields.map(([k, v]): [string, string] => [k, values.get(k) ?? v])
-      const answer = await postForm(context, form.action, fields, { Origin: server?.url ?? '' })
+      const answer = await postForm(context, form.action, fields, { Origin: dash.server.url })
       return answer.status()
     }
   }
@@ -77,34 +65,32 @@ describe.skipIf(!available)('sign-in throttling', () => {
   }
 
   it('answers 429 with Retry-After after 5 failures for one username, even to the right password', async () => {
-    server = await startServer()
-    await accountWithPassword(browser, server, 'target', 'the real password')
-    await accountWithPassword(browser, server, 'bystander', 'bystander password')
-    const context = await newContext(browser)
+    await accountWithPassword(dash.browser, dash.server, 'target', 'the real password')
+    await accountWithPassword(dash.browser, dash.server, 'bystander', 'bystander password')
+    const context = await newContext(dash.browser)
     const page = await context.newPage()
     const fail = await poster(context)
     for (let i = 1; i <= 4; i++) {
       await expect(fail('target', `guess number ${i}`), `failure ${i}`).resolves.toBe(401)
     }
-    const fifth = await signIn(page, server, 'target', 'guess number 5')
+    const fifth = await signIn(page, dash.server, 'target', 'guess number 5')
     expect(fifth.statuses).toEqual([401])
     expect(await bodyText(page)).toContain('Wrong username or password')
-    const blocked = await signIn(page, server, 'target', 'the real password')
+    const blocked = await signIn(page, dash.server, 'target', 'the real password')
     await expectThrottled(page, blocked)
     expect(await heading(page)).not.toBe('Access tokens')
     await expect(context.cookies()).resolves.toEqual([])
 
     // The count is per username: another account signs in from the same address.
-    const other = await signIn(page, server, 'bystander', 'bystander password')
+    const other = await signIn(page, dash.server, 'bystander', 'bystander password')
     expect(other.statuses).toEqual([303, 200])
     expect(await heading(page)).toBe('Access tokens')
     await context.close()
   })
 
   it('answers 429 after 20 failures from one address spread over usernames', async () => {
-    server = await startServer()
-    await accountWithPassword(browser, server, 'victim', 'the victim password')
-    const context = await newContext(browser)
+    await accountWithPassword(dash.browser, dash.server, 'victim', 'the victim password')
+    const context = await newContext(dash.browser)
     const page = await context.newPage()
     const fail = await poster(context)
     // 10 usernames, 2 failures each: never 5 for one name, 20 for the address.
@@ -112,7 +98,7 @@ describe.skipIf(!available)('sign-in throttling', () => {
       const username = i < 2 ? 'victim' : `stranger${i % 10}`
       await expect(fail(username, 'a wrong password'), `failure ${i + 1}`).resolves.toBe(401)
     }
-    const blocked = await signIn(page, server, 'victim', 'the victim password')
+    const blocked = await signIn(page, dash.server, 'victim', 'the victim password')
     await expectThrottled(page, blocked)
     await expect(context.cookies()).resolves.toEqual([])
     await context.close()

@@ -1,9 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { generateSync } from 'otplib'
-import type { Browser } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type ServerProcess, startServer } from '../e2e/server.js'
-import { browserAvailable, launchBrowser } from './browser.js'
+import { describe, expect, it } from 'vitest'
+import { browserAvailable } from './browser.js'
 import {
   bodyText,
   button,
@@ -16,24 +14,16 @@ import {
   signedIn,
   signIn,
 } from './dashboard.js'
+import { useDashboard } from './fixture.js'
 
 const available = browserAvailable()
 
 /** An authenticator app and recovery codes, by the accessible names of the pages. */
 describe.skipIf(!available)('two-step sign-in in the browser', () => {
-  let server: ServerProcess
-  let browser: Browser
-
-  beforeAll(async () => {
-    ;[server, browser] = await Promise.all([startServer(), launchBrowser()])
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await server?.stop()
-  })
+  const dash = useDashboard()
 
   it('enrols an app by its key, saves the recovery codes, then asks for a code at sign-in', async () => {
-    const { page, context, password } = await signedIn(browser, server, 'two-step')
+    const { page, context, password } = await signedIn(dash.browser, dash.server, 'two-step')
     await follow(page, 'Settings')
     await follow(page, 'Set up an authenticator app')
     expect(await heading(page)).toBe('Set up an authenticator app')
@@ -56,7 +46,7 @@ describe.skipIf(!available)('two-step sign-in in the browser', () => {
     expect(file).toBe(`Tessera recovery codes for two-step\n\n${codes.join('\n')}\n`)
     await click(page, 'Sign out')
 
-    expect((await signIn(page, server, 'two-step', password)).statuses).toEqual([303, 200])
+    expect((await signIn(page, dash.server, 'two-step', password)).statuses).toEqual([303, 200])
     expect(await heading(page)).toBe('Two-step sign-in')
     await inspect(page, 'two-step-verify')
     // The next window's code (the one of enrolment was taken).
@@ -70,7 +60,7 @@ describe.skipIf(!available)('two-step sign-in in the browser', () => {
   })
 
   it('takes a recovery code in place of the app, once', async () => {
-    const { page, context, password } = await signedIn(browser, server, 'recovery')
+    const { page, context, password } = await signedIn(dash.browser, dash.server, 'recovery')
     await follow(page, 'Settings')
     await follow(page, 'Set up an authenticator app')
     const secret = (await page.locator('code.secret').innerText()).replace(/\s/g, '')
@@ -80,10 +70,10 @@ describe.skipIf(!available)('two-step sign-in in the browser', () => {
     await click(page, 'Turn on')
     const [code] = await page.locator('ul.codes code').allInnerTexts()
     await click(page, 'Sign out')
-    const other = await newContext(browser)
+    const other = await newContext(dash.browser)
     const second = await other.newPage()
     for (const expected of [[303, 200], [401]]) {
-      await signIn(second, server, 'recovery', password)
+      await signIn(second, dash.server, 'recovery', password)
       await field(second, 'Code').fill(code as string)
       expect((await click(second, 'Verify')).statuses).toEqual(expected)
       if (expected.length === 2) await click(second, 'Sign out')

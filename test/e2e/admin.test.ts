@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { childEnv } from '../environment.js'
 import { api } from './client.js'
 import { type ServerProcess, startServer, tessera } from './server.js'
 
@@ -59,7 +60,10 @@ function adminCall(
 /** `tessera` expected to fail: its exit status and stderr. */
 async function refused(env: NodeJS.ProcessEnv, ...args: string[]) {
   try {
-    await exec(process.execPath, [path.join(root, 'bin/tessera.js'), ...args], { env })
+    await exec(process.execPath, [path.join(root, 'bin/tessera.js'), ...args], {
+      env: childEnv(env),
+      cwd: env.DATA_DIR,
+    })
     return { code: 0, stderr: '' }
   } catch (err) {
     const e = err as { code: number; stderr: string }
@@ -189,11 +193,7 @@ describe('operator keys given in ADMIN_KEYS', () => {
   it('admin-key create prints the new ADMIN_KEYS value; the server started with it takes the key', async () => {
     const first = `ops:${'s'.repeat(40)}`
     const DATA_DIR = mkdtempSync(path.join(tmpdir(), 'tessera-admin-'))
-    const made = await tessera(
-      { ...process.env, DATA_DIR, ADMIN_KEYS: first },
-      'admin-key',
-      'create',
-    )
+    const made = await tessera({ DATA_DIR, ADMIN_KEYS: first }, 'admin-key', 'create')
     // Nothing is stored: the environment is the list.
     expect(readdirSync(DATA_DIR)).toEqual([])
     expect(Object.keys(made)).toEqual(['id', 'key', 'created', 'ADMIN_KEYS'])

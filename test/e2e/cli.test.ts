@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { describe, expect, it } from 'vitest'
+import { childEnv } from '../environment.js'
 
 const root = path.resolve(import.meta.dirname, '../..')
 const exec = promisify(execFile)
@@ -11,7 +12,9 @@ const exec = promisify(execFile)
 async function run(file: string, args: string[], env: Record<string, string>) {
   try {
     const { stdout, stderr } = await exec(process.execPath, [path.join(root, file), ...args], {
-      env: { ...process.env, ...env },
+      // The caller's PORT or PUBLIC_URL must not change the printed links; nor a .env here.
+      env: childEnv(env),
+      cwd: env.DATA_DIR,
     })
     return { code: 0, stdout, stderr }
   } catch (err) {

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { describe, expect, it } from 'vitest'
+import { childEnv } from '../environment.js'
 
 const root = path.resolve(import.meta.dirname, '../..')
 const run = promisify(execFile)
@@ -26,9 +27,8 @@ const underUmask000 = (args: string[]) => [
 ]
 
 function environment(dataDir: string): NodeJS.ProcessEnv {
-  // SQLite only: the files in question are DATA_DIR's.
-  const { DATABASE_URL: _, ...env } = process.env
-  return { ...env, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'trace' }
+  // SQLite only (no DATABASE_URL): the files in question are DATA_DIR's.
+  return childEnv({ DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'trace' })
 }
 
 /** The built server under umask 000, until `stop`. */

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, describe, expect, it } from 'vitest'
+import { childEnv } from '../environment.js'
 
 /**
  * What a user gets from `npm pack` and `npm install -g ./tessera-<version>.tgz`: the tarball
@@ -78,23 +79,7 @@ describe('npm pack, npm install -g, tessera serve', () => {
     expect(sqlite.stdout).toBe('42\n')
 
     const dataDir = path.join(scratch, 'data')
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      DATA_DIR: dataDir,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-    }
-    for (const name of [
-      'DATABASE_URL',
-      'REDIS_URL',
-      'SIGNING_KEYS',
-      'TLS_CERT',
-      'TLS_KEY',
-      'TRUST_PROXY',
-    ]) {
-      delete env[name]
-    }
+    const env = childEnv({ DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn' })
     const server = spawn(tessera, ['serve'], { env, cwd: scratch })
     let out = ''
     server.stdout.on('data', (d) => {
@@ -127,7 +112,8 @@ describe('npm pack, npm install -g, tessera serve', () => {
       const certFile = /TLS certificate: (\S+)/.exec(out)?.[1]
       expect(certFile).toBe(path.join(dataDir, 'tls', 'cert.pem'))
 
-      const cli = async (args: string[]) => JSON.parse((await run(tessera, args, { env })).stdout)
+      const cli = async (args: string[]) =>
+        JSON.parse((await run(tessera, args, { env, cwd: scratch })).stdout)
       const account = await cli(['account', 'create', 'alice'])
       expect(account.username).toBe('alice')
       const token = await cli(['token', 'create', 'alice', '--scopes', 'tokens:read,scopes:list'])

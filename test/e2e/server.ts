@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { dialectEnv } from '../dialect.js'
+import { childEnv } from '../environment.js'
 
 const root = path.resolve(import.meta.dirname, '../..')
 const run = promisify(execFile)
@@ -23,8 +24,8 @@ export async function startServer(extraEnv: Record<string, string> = {}): Promis
   const dataDir = extraEnv.DATA_DIR ?? mkdtempSync(path.join(tmpdir(), 'tessera-e2e-'))
   // A server given its own DATABASE_URL (several instances on one database) keeps it.
   const storage = extraEnv.DATABASE_URL ? undefined : dialectEnv()
-  const env = {
-    ...process.env,
+  // None of the caller's variables for Tessera: a PORT in the shell must not move the server.
+  const env = childEnv({
     DATA_DIR: dataDir,
     PORT: '0',
     HOST: '127.0.0.1',
@@ -33,7 +34,7 @@ export async function startServer(extraEnv: Record<string, string> = {}): Promis
     SHED_DELAY_MS: '0',
     ...storage?.env,
     ...extraEnv,
-  }
+  })
   const child: ChildProcess = spawn(process.execPath, [path.join(root, 'dist/src/server.js')], {
     env,
     cwd: dataDir,
@@ -82,10 +83,13 @@ export async function startServer(extraEnv: Record<string, string> = {}): Promis
   }
 }
 
-/** Runs `tessera` (bin/tessera.js) with the server's environment; parses its JSON output. */
+/**
+ * Runs `tessera` (bin/tessera.js) with the server's environment (or `env`, Tessera's variables
+ * of the caller cleared) in its data directory; parses its JSON output.
+ */
 export async function tessera(env: NodeJS.ProcessEnv, ...args: string[]) {
   const { stdout } = await run(process.execPath, [path.join(root, 'bin/tessera.js'), ...args], {
-    env,
+    env: childEnv(env),
     cwd: env.DATA_DIR,
   })
   return JSON.parse(stdout)

@@ -21,6 +21,7 @@ afterAll(() => storage.drop())
 async function cli(env: NodeJS.ProcessEnv, ...args: string[]) {
   const { stdout } = await exec(process.execPath, [path.join(root, 'bin/tessera.js'), ...args], {
     env,
+    cwd: env.DATA_DIR,
   })
   return JSON.parse(stdout)
 }

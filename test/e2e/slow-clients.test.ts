@@ -33,6 +33,7 @@ beforeAll(async () => {
       (
         await exec(process.execPath, [path.join(root, 'bin/tessera.js'), ...args], {
           env: server.env,
+          cwd: server.env.DATA_DIR,
         })
       ).stdout,
     )

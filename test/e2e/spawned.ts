@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { Agent, request } from 'node:https'
 import path from 'node:path'
+import { childEnv } from '../environment.js'
 
 /**
  * A server started exactly as a supervisor starts it (`node dist/src/server.js`), with its
@@ -22,15 +23,18 @@ export async function startTessera(
   dataDir: string,
   extraEnv: Record<string, string> = {},
 ): Promise<Started> {
-  const env = {
-    ...process.env,
+  const env = childEnv({
     DATA_DIR: dataDir,
     PORT: '0',
     LOG_LEVEL: 'warn',
     RATE_LIMIT_PER_MINUTE: '100000',
     ...extraEnv,
-  }
-  const child = spawn(process.execPath, [path.join(root, 'dist/src/server.js')], { env })
+  })
+  // In the data directory: a .env where the tests run must not configure the server.
+  const child = spawn(process.execPath, [path.join(root, 'dist/src/server.js')], {
+    env,
+    cwd: dataDir,
+  })
   let out = ''
   child.stdout.on('data', (d) => {
     out += d

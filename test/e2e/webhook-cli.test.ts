@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { main } from '../../src/cli/main.js'
+import { tesseraVariables } from '../environment.js'
 import { Receiver } from '../http/webhook-receiver.js'
 
 /** `tessera webhook ...`, run in process (the same `main` as bin/tessera.js) on a fresh DATA_DIR. */
@@ -29,6 +30,8 @@ async function tessera(args: string[], env: Record<string, string> = {}) {
     err.push(String(chunk))
     return true
   })
+  // main reads process.env: none of the caller's variables for Tessera, only these.
+  for (const name of tesseraVariables) vi.stubEnv(name, undefined)
   vi.stubEnv('DATA_DIR', dir)
   vi.stubEnv('WEBHOOK_ALLOW_PRIVATE', '1')
   vi.stubEnv('WEBHOOK_CA_FILE', rx.caFile)

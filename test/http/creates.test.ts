@@ -4,7 +4,7 @@ import { auditEvent, cliActor } from '../../src/audit/events.js'
 import { toOutboxRow, toRow } from '../../src/db/audit.js'
 import { createsStatement, insertDepth, insertWithEvents } from '../../src/db/creates.js'
 import { fromToken, type TokenRecord } from '../../src/db/repositories.js'
-import { tokenView } from '../../src/tokens/document.js'
+import { tokenView } from '../../src/db/token-document.js'
 import { dialect } from '../dialect.js'
 import { all, type Harness, harness } from '../helpers.js'
 

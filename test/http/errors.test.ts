@@ -1,7 +1,11 @@
+import { Type } from '@sinclair/typebox'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type ErrorKind, errorTable } from '../../src/errors.js'
+import { cliActor } from '../../src/audit/events.js'
+import { ApiError, type ErrorKind, errorTable, personText } from '../../src/errors.js'
+import { validatorCompiler } from '../../src/http/validation.js'
 import { all, call, type Harness, harness } from '../helpers.js'
 import { admin, adminEnv } from './admin-client.js'
+import { DashboardClient, titleOf } from './dashboard-client.js'
 
 let h: Harness
 let sk: string
@@ -43,7 +47,10 @@ const cases: Partial<Record<ErrorKind, Case[]>> = {
   unauthorized: [
     ['list with a random string', () => call(h.app, 'GET', '/tokens/v2/alice', 'x.y.z')],
   ],
-  noSuchUser: [['list an unknown user', () => call(h.app, 'GET', '/tokens/v2/zed', sk)]],
+  noSuchUser: [
+    ['list an unknown user', () => call(h.app, 'GET', '/tokens/v2/zed', sk)],
+    ['admin API: delete an unknown account', () => admin(h.app, 'DELETE', '/accounts/zed')],
+  ],
   notFound: [
     [
       'update an unknown token id',
@@ -242,6 +249,62 @@ const cases: Partial<Record<ErrorKind, Case[]>> = {
       },
     ],
   ],
+  badPlan: [
+    [
+      'admin API: create with an unknown plan',
+      () => admin(h.app, 'POST', '/accounts', { username: 'x', plan: 'gold' }),
+    ],
+  ],
+  badUsername: [
+    [
+      'admin API: create a malformed name',
+      () => admin(h.app, 'POST', '/accounts', { username: 'Bad Name' }),
+    ],
+  ],
+  nameResting: [
+    [
+      'admin API: create the name of an account deleted a minute ago',
+      async () => {
+        await admin(h.app, 'POST', '/accounts', { username: 'resting' })
+        await admin(h.app, 'DELETE', '/accounts/resting')
+        return admin(h.app, 'POST', '/accounts', { username: 'resting' })
+      },
+    ],
+  ],
+  personExists: [
+    [
+      'admin API: create the login of a person who joined by invitation',
+      async () => {
+        const invited = { email: 'carla@example.com', role: 'viewer' }
+        const { secret } = await h.ctx.members.invite('bob', invited, cliActor)
+        const password = 'a long enough password'
+        await h.ctx.members.accept(
+          secret,
+          { newLogin: 'carla', password, confirm: password },
+          cliActor,
+        )
+        return admin(h.app, 'POST', '/accounts', { username: 'carla' })
+      },
+    ],
+  ],
+  memberInvalid: [
+    [
+      'admin API: invite a malformed email',
+      () => admin(h.app, 'POST', '/accounts/bob/members', { email: 'nope', role: 'viewer' }),
+    ],
+  ],
+  memberMissing: [
+    [
+      'admin API: remove an unknown member',
+      () => admin(h.app, 'DELETE', '/accounts/bob/members/zed'),
+    ],
+  ],
+  badWebhookUrl: [
+    [
+      'admin API: a webhook to plain http',
+      () => admin(h.app, 'POST', '/webhooks', { url: 'http://example.com/hook' }),
+    ],
+  ],
   lastOwner: [
     ['admin API: remove the only owner', () => admin(h.app, 'DELETE', '/accounts/bob/members/bob')],
     [
@@ -251,12 +314,29 @@ const cases: Partial<Record<ErrorKind, Case[]>> = {
   ],
 }
 
-/** Rows proved elsewhere: by their own harness (429, 403) or not reachable by a client (500, 503). */
-const elsewhere: ErrorKind[] = ['tooManyRequests', 'httpsRequired', 'internal', 'unavailable']
+/**
+ * Rows proved elsewhere, with where: by their own harness (429, 403), not reachable by a client
+ * (500, 503), or refusals only the dashboard meets, proved by its pages.
+ */
+const elsewhere: Partial<Record<ErrorKind, string>> = {
+  tooManyRequests: 'test/http/transport.test.ts (rate limit)',
+  httpsRequired: 'test/http/transport.test.ts',
+  internal: 'test/http/transport.test.ts (a route that throws)',
+  unavailable: 'test/http/health.test.ts (shutting down)',
+  loginTaken: 'test/http/members.test.ts (an invitation accepted as alice)',
+  linkUnknown: 'below (a setup or invitation link never issued)',
+  linkGone: 'test/http/members.test.ts, test/http/dashboard.security.test.ts (410)',
+  badPassword: 'test/http/dashboard.security.test.ts (a short password)',
+  passwordMismatch: 'test/http/dashboard.security.test.ts (setup link, two passwords)',
+  wrongPassword: 'test/http/dashboard.security.test.ts (current password is wrong)',
+  totpRefused: 'test/http/factors.test.ts (a wrong code while setting up)',
+  noSuchFactor: 'below (removing a factor that is not there)',
+  lastFactor: 'test/http/factors.test.ts (refused=last)',
+}
 
 describe('the error table', () => {
   it('has a case for every row', () => {
-    const covered = [...Object.keys(cases), ...elsewhere].sort()
+    const covered = [...Object.keys(cases), ...Object.keys(elsewhere)].sort()
     expect(covered).toEqual(Object.keys(errorTable).sort())
   })
 
@@ -269,4 +349,72 @@ describe('the error table', () => {
       expect(res.headers['content-type']).toBe('application/json; charset=utf-8')
     })
   }
+})
+
+describe('what a person is told', () => {
+  it.each([
+    // A refusal: the CLI prints its sentence as the service wrote it; a page, as the row says.
+    ['accountExists', 'account bob already exists', 'This username is taken.'],
+    ['nameResting', 'account x was deleted at T; the name can be used again an hour later'],
+    ['personExists', 'account carla already exists (a person has that name)'],
+    ['badUsername', 'username must be 1-32 characters'],
+    ['memberInvalid', 'email must be an email address', 'Email must be an email address.'],
+    ['memberMissing', 'no such member: zed', 'No such member: zed.'],
+    ['lastOwner', 'an account must keep at least one owner'],
+    ['noSuchUser', 'no such account: zed'],
+    ['passwordMismatch', 'The two passwords are not the same'],
+    ['linkGone', 'This invitation has been used, revoked or has expired.'],
+  ] as [ErrorKind, string, string?][])('%s: %s', (kind, details, page) => {
+    const err = new ApiError(kind, details)
+    expect(personText(err, 'line')).toBe(details)
+    const capital = details.charAt(0).toUpperCase() + details.slice(1)
+    const stopped = kind === 'lastOwner' ? `${capital}.` : capital
+    expect(personText(err, 'page')).toBe(page ?? stopped)
+  })
+
+  it('a contract error: its message and details, as the API says them', () => {
+    const err = new ApiError('invalidResources', 'no such event: x')
+    expect(personText(err, 'line')).toBe('resources are invalid: no such event: x')
+    expect(personText(err, 'page')).toBe('resources are invalid: no such event: x.')
+    expect(personText(new ApiError('noSuchUser'), 'line')).toBe('No such user')
+    expect(personText(new ApiError('notFound'), 'page')).toBe('Not found.')
+    expect(personText(new ApiError('badWebhookUrl', 'url has no host'), 'line')).toBe(
+      'resources are invalid: url has no host',
+    )
+  })
+
+  it('a refusal borrows a contract message, never its place in the reverse map', () => {
+    // The query validator finds a kind by message, the first row that has it: the contract's.
+    const kinds = Object.keys(errorTable) as ErrorKind[]
+    const first = new Map<string, ErrorKind>()
+    for (const kind of kinds) {
+      const message = errorTable[kind][1]
+      if (!first.has(message)) first.set(message, kind)
+    }
+    expect([...first.values()]).toEqual(kinds.slice(0, kinds.indexOf('internal') + 1))
+    const schema = Type.Object({ a: Type.Integer({ errorMessage: 'resources are invalid' }) })
+    const validate = validatorCompiler({ schema, httpPart: 'querystring' } as never) as (
+      value: unknown,
+    ) => { error?: ApiError }
+    expect(validate({ a: 'x' }).error?.kind).toBe('invalidResources')
+  })
+})
+
+describe('refusals a page answers with a page of its own', () => {
+  it('a setup or invitation link never issued: 404, as its GET', async () => {
+    const b = new DashboardClient(h.app)
+    const never = 'x'.repeat(43)
+    for (const path of [`/account/setup/${never}`, `/account/invitations/${never}`]) {
+      const password = 'a long enough password'
+      const res = await b.post(path, { login: 'newbie', password, confirm: password })
+      expect(res.status).toBe(404)
+      expect(titleOf(res.body)).toBe('Page not found')
+    }
+  })
+
+  it('removing a factor that is not there says so', async () => {
+    await expect(h.ctx.factors.remove('bob', 'nope', cliActor, 'bob', false)).rejects.toMatchObject(
+      { kind: 'noSuchFactor', statusCode: 404 },
+    )
+  })
 })

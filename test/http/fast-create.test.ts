@@ -6,7 +6,7 @@ import { type Answer, answerHeaders, closeServing, serving, usageCounts } from '
 
 /**
  * The create of a permanent token is answered ahead of Fastify when it is the plain case
- * (src/http/fast-create.ts). Every answer is held against Fastify's own for the same request
+ * (src/http/ahead/create.ts). Every answer is held against Fastify's own for the same request
  * (see serving.ts); a create makes a new token each time, so its id, string and dates differ
  * between the two and are compared by their shape.
  */

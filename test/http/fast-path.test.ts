@@ -3,7 +3,7 @@ import { all, call, type Harness, tampered } from '../helpers.js'
 import { type Answer, answerHeaders, closeServing, serving, usageCounts } from './serving.js'
 
 /**
- * Retrieve is answered ahead of Fastify when it can be (src/http/fast-path.ts). Every answer
+ * Retrieve is answered ahead of Fastify when it can be (src/http/ahead/retrieve.ts). Every answer
  * of the fast path is held against Fastify's own for the same request (see serving.ts): same
  * status, same headers in the same order, same body, same log lines, same metrics.
  */

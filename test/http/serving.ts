@@ -12,8 +12,8 @@ import { RedisRateLimiter } from '../../src/ratelimit/redis.js'
 import { type Harness, harness } from '../helpers.js'
 
 /**
- * An app listening on a port, for the tests of the fast paths (src/http/fast-path.ts,
- * fast-create.ts): every answer of a fast path is held against Fastify's own for the same
+ * An app listening on a port, for the tests of the fast paths (src/http/ahead/):
+ * every answer of a fast path is held against Fastify's own for the same
  * request. `app.inject` calls Fastify's handler directly, a request over the socket meets the
  * fast paths first. Redis is used for the rate limit when TEST_REDIS_URL is given (its answers
  * may then come after a round trip).

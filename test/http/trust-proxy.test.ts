@@ -10,7 +10,7 @@ import { closeServing, serving } from './serving.js'
  * whatever the client wrote (an appending proxy, nginx's `$proxy_add_x_forwarded_for`, a cloud
  * load balancer, keeps it). Every reader of the address sees that one: the allowedIps check,
  * the per-address limits of retrieve and leak reports, the sign-in throttle, the audit log.
- * Requests go over a real socket, where the fast paths (src/http/fast-path.ts, fast-create.ts)
+ * Requests go over a real socket, where the fast paths (src/http/ahead/)
  * meet them before Fastify.
  */
 afterEach(closeServing)
@@ -198,7 +198,7 @@ describe('TRUST_PROXY: the client address behind a proxy', () => {
     expect((await s.socket(here, 'GET', denied)).status).toBe(200)
     s.fastify.length = 0
     expect((await s.socket(here, 'POST', denied, create)).status).toBe(200)
-    // Answered ahead of Fastify (fast-create.ts), from the connection's address.
+    // Answered ahead of Fastify (src/http/ahead/create.ts), from the connection's address.
     expect(s.fastify).toEqual([])
     const [event] = await s.h.ctx.audit.list({ limit: 1 })
     expect(event).toMatchObject({ action: 'token.created', address: '127.0.0.1' })

@@ -80,9 +80,11 @@ describe('accounts across two instances', () => {
     })
     expect(ms).toBeLessThan(1000)
     // Its temporary token could still be live for an hour: the name is not free before.
-    await expect(b.accounts.create('deleted-one', undefined, [], cliActor)).rejects.toThrow(
-      /^account deleted-one was deleted at .*; the name can be used again an hour later$/,
-    )
+    await expect(b.accounts.create('deleted-one', undefined, [], cliActor)).rejects.toMatchObject({
+      details: expect.stringMatching(
+        /^account deleted-one was deleted at .*; the name can be used again an hour later$/,
+      ),
+    })
     for (const t of tokens) expect(await codeOn(a, t)).toBe('TokenRevoked')
   })
 

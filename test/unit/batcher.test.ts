@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { Batcher, groupCommits } from '../../src/db/batcher.js'
+import { Batcher } from '../../src/db/batcher.js'
+import { Buckets } from '../../src/metrics/histogram.js'
 
 describe('group commit', () => {
   it('writes the items added in one turn together, and settles each caller', async () => {
@@ -46,11 +47,17 @@ describe('group commit with a slow write', () => {
 
 describe('group commit figures for /metrics', () => {
   it('observes the size of every batch and counts every failed write', async () => {
+    const groupCommits = { sizes: new Buckets([1, 2, 5, 10, 20, 50, 100, 200, 500]), failures: 0 }
     const { sizes } = groupCommits
     const before = { ...sizes, ones: sizes.counts[0] as number, failures: groupCommits.failures }
-    const b = new Batcher<number>(async (items) => {
-      if (items.includes(2)) throw new Error('bad item')
-    })
+    const b = new Batcher<number>(
+      async (items) => {
+        if (items.includes(2)) throw new Error('bad item')
+      },
+      500,
+      1,
+      groupCommits,
+    )
     await Promise.allSettled([b.add(1), b.add(2), b.add(3)])
     // One batch of 3, which failed; its items retried one by one (not batches): 2 fails again.
     expect(sizes.count - before.count).toBe(1)

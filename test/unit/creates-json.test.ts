@@ -3,7 +3,7 @@ import { type AuditEvent, auditEvent } from '../../src/audit/events.js'
 import { auditRow, outboxRow } from '../../src/db/audit.js'
 import { rowsJson } from '../../src/db/creates.js'
 import { type TokenRecord, tokenRow } from '../../src/db/repositories.js'
-import { tokenDocument, tokenView } from '../../src/tokens/document.js'
+import { tokenDocument, tokenView } from '../../src/db/token-document.js'
 
 /**
  * A create's rows (rowsJson) and its token's document (tokenDocument) are JSON texts written by

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { parseQuery } from '../../src/app.js'
+import { parseQuery } from '../../src/http/ahead/query.js'
 
 describe('query string', () => {
   it('takes the first of repeated parameters and decodes names and values', () => {

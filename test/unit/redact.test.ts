@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { parseQuery } from '../../src/app.js'
+import { parseQuery } from '../../src/http/ahead/query.js'
 import { learnRoute, learntRoutes, redactText, redactUrl } from '../../src/http/redact.js'
 import { pathSpellings, percentEncoded, readable } from '../secrets.js'
 

@@ -2,7 +2,7 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { classifyAddress } from '../../src/webhooks/address.js'
-import { backoffMs } from '../../src/webhooks/dispatcher.js'
+import { backoffMs } from '../../src/webhooks/retry.js'
 import { Sender } from '../../src/webhooks/sender.js'
 import { newSecret, signatureHeader, verifySignature } from '../../src/webhooks/signature.js'
 import { parseEndpointUrl, type Resolver, resolveTarget } from '../../src/webhooks/target.js'
@@ -105,6 +105,16 @@ describe('address classification', () => {
 })
 
 describe('endpoint URLs', () => {
+  /** The refusal, its reason the details that the admin API and a delivery's error give. */
+  const refusedAs = (reason: string | RegExp) =>
+    expect.objectContaining({
+      kind: 'badWebhookUrl',
+      details:
+        typeof reason === 'string'
+          ? expect.stringContaining(reason)
+          : expect.stringMatching(reason),
+    })
+
   it.each([
     ['http://example.com/hook', false, 'url must be an https:// URL'],
     ['ftp://example.com/hook', true, 'url must be an https:// or http:// URL'],
@@ -114,7 +124,7 @@ describe('endpoint URLs', () => {
     // 1,020 characters as given, 6,020 percent-encoded.
     [`https://example.com/${'é'.repeat(1000)}`, false, 'url is longer than 2048 once normalised'],
   ])('refuse %s', (url, allowPrivate, reason) => {
-    expect(() => parseEndpointUrl(url, allowPrivate)).toThrow(reason)
+    expect(() => parseEndpointUrl(url, allowPrivate)).toThrow(refusedAs(reason))
   })
 
   it('take https (and http with private addresses allowed), without the fragment', () => {
@@ -151,7 +161,7 @@ describe('endpoint URLs', () => {
     ['https://2130706433/', "url's host 127.0.0.1 is a loopback address"],
     ['https://nowhere.example/', "url's host nowhere.example does not resolve (ENOTFOUND)"],
   ])('refuse %s', async (url, reason) => {
-    await expect(resolve(url)).rejects.toThrow(reason)
+    await expect(resolve(url)).rejects.toThrow(refusedAs(reason))
   })
 
   it('let private addresses through with WEBHOOK_ALLOW_PRIVATE', async () => {
@@ -160,7 +170,7 @@ describe('endpoint URLs', () => {
 
   it('resolve localhost, through the system resolver, to a refused loopback address', async () => {
     await expect(resolveTarget(new URL('https://localhost/'), false)).rejects.toThrow(
-      /^url's host localhost resolves to a loopback address/,
+      refusedAs(/^url's host localhost resolves to a loopback address/),
     )
   })
 })

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
-import { HolderError, type Session } from '../../people/sessions.js'
+import type { Session } from '../../people/sessions.js'
 import type { DashboardDeps } from '../deps.js'
-import { form, holderOf, redirect, sendPage } from '../reply.js'
+import { form, holderOf, redirect, refusal, refused, sendPage } from '../reply.js'
 import { scopesView, settingsView } from '../views/account.js'
 
 const notices: Record<string, string> = {
@@ -65,9 +65,8 @@ export function accountPages(app: FastifyInstance, { ctx }: DashboardDeps) {
       await ctx.holders.changePassword(session, current, next, actor)
       return redirect(reply, '/account/settings?done=password')
     } catch (err) {
-      if (!(err instanceof HolderError)) throw err
+      const error = refused(refusal(err, ['wrongPassword', 'badPassword', 'passwordMismatch']))
       const scopeCount = scopesOf(account).length
-      const error = { message: err.message }
       const person = await personOf(session)
       const factors = await factorsOf(session, account.username)
       const view = settingsView({ signedIn, account, scopeCount, person, factors, error })

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { AccountRecord } from '../../accounts/service.js'
 import { ApiError } from '../../errors.js'
-import type { TokenView } from '../../tokens/document.js'
+import type { TokenView } from '../../tokens/service.js'
 import type { DashboardDeps } from '../deps.js'
 import { holderOf, sendPage } from '../reply.js'
 import { activityView } from '../views/activity.js'

@@ -1,8 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { actorOf } from '../../http/actor.js'
-import { FactorError } from '../../people/factors.js'
 import type { DashboardDeps } from '../deps.js'
-import { form, holderOf, redirect, sendPage, tooManyAttempts } from '../reply.js'
+import { form, holderOf, redirect, refusal, refused, sendPage, tooManyAttempts } from '../reply.js'
 import { clearPendingCookie, heldByPolicy, pendingId } from '../session.js'
 import type { ThrottleKey } from '../throttle.js'
 import { messageView } from '../views/auth.js'
@@ -22,7 +21,13 @@ const owners = { config: { role: 'owner' as const } }
  * Two-step sign-in: the second step after a right password, one's authenticator app and
  * recovery codes, removing a factor, and an account's policy.
  */
-export function factorPages(app: FastifyInstance, { ctx, throttle }: DashboardDeps) {
+export function factorPages(app: FastifyInstance, deps: DashboardDeps) {
+  secondStepPages(app, deps)
+  factorSettingsPages(app, deps)
+}
+
+/** The second step of a sign-in, after a right password: a code or a passkey. */
+function secondStepPages(app: FastifyInstance, { ctx, throttle }: DashboardDeps) {
   const { factors, holders, passkeys } = ctx
   const rp = () => relyingParty(ctx.config.http.publicUrl ?? app.publicUrl)
   const hasPasskey = async (login: string) =>
@@ -83,7 +88,11 @@ export function factorPages(app: FastifyInstance, { ctx, throttle }: DashboardDe
     const person = { login: pending.login, accounts: [home, ...accounts.filter((a) => a !== home)] }
     return beginSession(ctx, request, reply, person, 'password', pending.next)
   })
+}
 
+/** One's authenticator app, recovery codes and factors; an account's policy. */
+function factorSettingsPages(app: FastifyInstance, { ctx }: DashboardDeps) {
+  const { factors } = ctx
   const held = async (request: Parameters<typeof holderOf>[0]) => {
     const { session, account } = holderOf(request)
     return heldByPolicy(session, account.username) && (await factors.required(account.username))
@@ -104,10 +113,9 @@ export function factorPages(app: FastifyInstance, { ctx, throttle }: DashboardDe
       if (codes === undefined) return redirect(reply, '/account/settings?done=totp')
       return sendPage(reply, recoveryCodesView({ signedIn, codes }))
     } catch (err) {
-      if (!(err instanceof FactorError)) throw err
+      const error = refused(refusal(err, ['totpRefused']))
       const again = await factors.pendingTotp(session.login)
       if (again === undefined) return redirect(reply, '/account/settings/totp')
-      const error = { message: err.message }
       const view = totpView({ signedIn, ...again, held: await held(request), error })
       return sendPage(reply, view, 422)
     }
@@ -146,8 +154,11 @@ export function factorPages(app: FastifyInstance, { ctx, throttle }: DashboardDe
       await factors.remove(session.login, id, actor, account.username, required)
       return redirect(reply, '/account/settings?done=factor-removed')
     } catch (err) {
-      if (!(err instanceof FactorError)) throw err
-      return redirect(reply, `/account/settings?refused=${err.last ? 'last' : 'missing'}`)
+      const no = refusal(err, ['lastFactor', 'noSuchFactor'])
+      return redirect(
+        reply,
+        `/account/settings?refused=${no.kind === 'lastFactor' ? 'last' : 'missing'}`,
+      )
     }
   })
 

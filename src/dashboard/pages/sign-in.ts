@@ -1,27 +1,20 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { AccountError } from '../../accounts/service.js'
+import type { FastifyInstance } from 'fastify'
 import { actorOf } from '../../http/actor.js'
-import { HolderError, type SignedInPerson } from '../../people/sessions.js'
 import type { DashboardDeps } from '../deps.js'
 import { form, holderOf, redirect, sendPage, tooManyAttempts } from '../reply.js'
 import { clearSessionCookie, safeNext, setPendingCookie } from '../session.js'
 import type { ThrottleKey } from '../throttle.js'
-import { messageView, setupView, signInView, signUpView } from '../views/auth.js'
+import { signInView } from '../views/auth.js'
 import { beginSession } from './begin.js'
+import { setupPages, signUpPages } from './setup.js'
 
 const signedOut = { config: { signedOut: true } }
 
 /** Sign in and out, setup links and open sign-up: where sessions begin and end. */
-export function signInPages(app: FastifyInstance, { ctx, throttle, sso }: DashboardDeps) {
+export function signInPages(app: FastifyInstance, deps: DashboardDeps) {
+  const { ctx, throttle, sso } = deps
   const { holders } = ctx
   const signUp = ctx.config.dashboard.signup
-
-  const begin = (
-    request: FastifyRequest,
-    reply: FastifyReply,
-    person: SignedInPerson,
-    to: string,
-  ) => beginSession(ctx, request, reply, person, 'password', to)
 
   app.get('/sign-in', signedOut, async (request, reply) => {
     const next = safeNext((request.query as { next?: string }).next)
@@ -59,7 +52,7 @@ export function signInPages(app: FastifyInstance, { ctx, throttle, sso }: Dashbo
       return redirect(reply, '/account/sign-in/verify')
     }
     await throttle.clear({ kind: 'user', value: person.login })
-    return begin(request, reply, person, next)
+    return beginSession(ctx, request, reply, person, 'password', next)
   })
 
   app.post('/sign-out', async (request, reply) => {
@@ -75,79 +68,6 @@ export function signInPages(app: FastifyInstance, { ctx, throttle, sso }: Dashbo
     clearSessionCookie(reply)
     return redirect(reply, '/account/sign-in')
   })
-
-  const linkGone = (reply: FastifyReply) =>
-    sendPage(
-      reply,
-      messageView('Link no longer valid', [
-        'This setup link has been used, replaced by a newer one, or has expired (links last 24 hours).',
-        'Ask your operator for a new link.',
-      ]),
-      410,
-    )
-  const linkUnknown = (reply: FastifyReply) =>
-    sendPage(reply, messageView('Page not found', ['This setup link is not valid.']), 404)
-
-  app.get('/setup/:secret', signedOut, async (request, reply) => {
-    const { secret: link } = request.params as { secret: string }
-    const { state, username } = await holders.link(link)
-    if (state === 'unknown') return linkUnknown(reply)
-    if (state === 'gone') return linkGone(reply)
-    return sendPage(reply, setupView({ action: `/account/setup/${link}`, username }))
-  })
-
-  app.post('/setup/:secret', signedOut, async (request, reply) => {
-    const { secret: link } = request.params as { secret: string }
-    const f = form(request)
-    try {
-      const login = await holders.completeSetup(
-        link,
-        f.get('password') ?? '',
-        f.get('confirm') ?? '',
-        actorOf(request, { type: 'anonymous' }),
-      )
-      // The link replaces a password, not a second factor: a holder who has one gives it next.
-      if (await ctx.factors.has(login)) {
-        setPendingCookie(reply, await ctx.factors.beginPending(login, '/account'))
-        return redirect(reply, '/account/sign-in/verify')
-      }
-      const accounts = await holders.accountsOf(login)
-      const person = { login, accounts: [login, ...accounts.filter((a) => a !== login)] }
-      return begin(request, reply, person, '/account')
-    } catch (err) {
-      if (!(err instanceof HolderError)) throw err
-      if (err.reason === 'linkGone') return linkGone(reply)
-      if (err.reason === 'linkUnknown') return linkUnknown(reply)
-      const view = setupView({
-        action: `/account/setup/${link}`,
-        username: (await holders.link(link)).username,
-        error: { message: err.message },
-      })
-      return sendPage(reply, view, 422)
-    }
-  })
-
-  if (!signUp) return
-  app.get('/sign-up', signedOut, async (_request, reply) => sendPage(reply, signUpView({})))
-
-  app.post('/sign-up', signedOut, async (request, reply) => {
-    const f = form(request)
-    const username = (f.get('username') ?? '').trim()
-    try {
-      const anonymous = actorOf(request, { type: 'anonymous' })
-      const account = await holders.signUp(username, f.get('password') ?? '', anonymous)
-      return begin(
-        request,
-        reply,
-        { login: account.username, accounts: [account.username] },
-        '/account',
-      )
-    } catch (err) {
-      if (!(err instanceof HolderError) && !(err instanceof AccountError)) throw err
-      const message = err.message.replace(/^account \S+ already exists$/, 'This username is taken.')
-      return sendPage(reply, signUpView({ username, error: { message: capital(message) } }), 422)
-    }
-  })
+  setupPages(app, deps)
+  signUpPages(app, deps)
 }
-
-const capital = (text: string) => text.charAt(0).toUpperCase() + text.slice(1)

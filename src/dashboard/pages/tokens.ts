@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import type { AccountRecord } from '../../accounts/service.js'
+import type { AppContext } from '../../context.js'
 import { ApiError } from '../../errors.js'
 import type { DashboardDeps } from '../deps.js'
 import { form, formError, holderOf, redirect, sendPage } from '../reply.js'
@@ -18,8 +19,14 @@ import { readTokenForm, tokenFields } from './token-form.js'
 const developers = { config: { role: 'developer' as const } }
 
 /** The tokens page, creating a token, a token's page and its deletion. */
-export function tokenPages(app: FastifyInstance, { ctx }: DashboardDeps) {
-  const { tokens, accounts, catalog } = ctx
+export function tokenPages(app: FastifyInstance, deps: DashboardDeps) {
+  listAndCreatePages(app, deps)
+  tokenOwnPages(app, deps)
+}
+
+/** The tokens page and creating a token. */
+function listAndCreatePages(app: FastifyInstance, { ctx }: DashboardDeps) {
+  const { catalog, tokens, accounts } = ctx
   const scopesOf = (a: { plan: string; features: string[] }) =>
     catalog.availableTo(a.plan, a.features)
 
@@ -67,33 +74,40 @@ export function tokenPages(app: FastifyInstance, { ctx }: DashboardDeps) {
       )
     }
   })
+}
 
-  /** A token's page: its settings form and its usage of the last 30 days. */
-  const tokenPage = async (
-    account: AccountRecord,
-    view: { signedIn: SignedIn; values?: TokenFormValues; error?: FormError; notice?: string },
-    id: string,
-  ) => {
-    const token = await tokens.get(account, id)
-    const usage = await ctx.usage.activity(token.id)
-    const values = view.values ?? {
-      note: token.note,
-      scopes: new Set(token.scopes),
-      allowedUrls: (token.allowedUrls ?? []).join('\n'),
-      allowedIps: (token.allowedIps ?? []).join('\n'),
-    }
-    const scopes = scopesOf(account)
-    const leak = (await ctx.leaks.kept(account)).get(token.id)
-    const retiresAt = await tokens.retiresAt(token.id)
-    const now = tokens.now()
-    return tokenPageView({ ...view, values, token, scopes, usage, now, leak, retiresAt })
+/** A token's page: its settings form and its usage of the last 30 days. */
+async function tokenPage(
+  ctx: AppContext,
+  account: AccountRecord,
+  view: { signedIn: SignedIn; values?: TokenFormValues; error?: FormError; notice?: string },
+  id: string,
+) {
+  const { tokens } = ctx
+  const token = await tokens.get(account, id)
+  const usage = await ctx.usage.activity(token.id)
+  const values = view.values ?? {
+    note: token.note,
+    scopes: new Set(token.scopes),
+    allowedUrls: (token.allowedUrls ?? []).join('\n'),
+    allowedIps: (token.allowedIps ?? []).join('\n'),
   }
+  const scopes = ctx.catalog.availableTo(account.plan, account.features)
+  const leak = (await ctx.leaks.kept(account)).get(token.id)
+  const retiresAt = await tokens.retiresAt(token.id)
+  const now = tokens.now()
+  return tokenPageView({ ...view, values, token, scopes, usage, now, leak, retiresAt })
+}
+
+/** A token's own page: change, roll and delete it. */
+function tokenOwnPages(app: FastifyInstance, { ctx }: DashboardDeps) {
+  const { tokens, accounts } = ctx
 
   app.get('/tokens/:id', async (request, reply) => {
     const { account, signedIn } = holderOf(request)
     const notice = (request.query as { saved?: string }).saved === '1' ? 'Changes saved' : undefined
     const { id } = request.params as { id: string }
-    return sendPage(reply, await tokenPage(account, { signedIn, notice }, id))
+    return sendPage(reply, await tokenPage(ctx, account, { signedIn, notice }, id))
   })
 
   app.post('/tokens/:id', developers, async (request, reply) => {
@@ -106,7 +120,7 @@ export function tokenPages(app: FastifyInstance, { ctx }: DashboardDeps) {
       return redirect(reply, `/account/tokens/${id}?saved=1`)
     } catch (err) {
       const { status, ...error } = formError(err)
-      return sendPage(reply, await tokenPage(account, { signedIn, values, error }, id), status)
+      return sendPage(reply, await tokenPage(ctx, account, { signedIn, values, error }, id), status)
     }
   })
 
@@ -124,7 +138,7 @@ export function tokenPages(app: FastifyInstance, { ctx }: DashboardDeps) {
       // Rolled already (here, by another tab, the API or the CLI): its page says so.
       if (!(err instanceof ApiError && err.kind === 'tokenRetiring')) throw err
       const error = { message: err.message, details: err.details }
-      return sendPage(reply, await tokenPage(account, { signedIn, error }, id), err.statusCode)
+      return sendPage(reply, await tokenPage(ctx, account, { signedIn, error }, id), err.statusCode)
     }
     const oldEnds =
       hours === 0

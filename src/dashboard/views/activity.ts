@@ -1,5 +1,5 @@
 import type { AuditEvent } from '../../audit/events.js'
-import type { TokenView } from '../../tokens/document.js'
+import type { TokenView } from '../../tokens/service.js'
 import { actorText, particulars, targetText, whatHappened } from './events.js'
 import { time } from './forms.js'
 import { html } from './html.js'

@@ -1,5 +1,5 @@
 import type { AuditAction, AuditEvent } from '../../audit/events.js'
-import type { TokenView } from '../../tokens/document.js'
+import type { TokenView } from '../../tokens/service.js'
 import { time } from './forms.js'
 import { type Html, html } from './html.js'
 

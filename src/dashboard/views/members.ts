@@ -78,12 +78,18 @@ ${owner ? ownerSections(v) : html`<p class="hint">Owners invite members and chan
   )
 }
 
-function ownerSections(v: Parameters<typeof membersView>[0]) {
-  const values = v.values ?? { email: '', role: 'developer' as Role }
-  return html`${
-    v.invitations.length === 0
-      ? ''
-      : html`<section aria-labelledby="invitations-heading" class="card">
+type MembersPage = Parameters<typeof membersView>[0]
+
+/** What only owners see below the members: invitations, the sign-in policy, inviting. */
+function ownerSections(v: MembersPage) {
+  return html`${invitationsSection(v)}
+${policySection(v)}
+${inviteSection(v)}`
+}
+
+function invitationsSection(v: MembersPage) {
+  if (v.invitations.length === 0) return ''
+  return html`<section aria-labelledby="invitations-heading" class="card">
   <h2 id="invitations-heading">Open invitations</h2>
   <ul class="plain">
   ${v.invitations.map(
@@ -95,8 +101,10 @@ function ownerSections(v: Parameters<typeof membersView>[0]) {
   )}
   </ul>
 </section>`
-  }
-<section aria-labelledby="policy-heading" class="card">
+}
+
+function policySection(v: MembersPage) {
+  return html`<section aria-labelledby="policy-heading" class="card">
   <h2 id="policy-heading">Sign-in policy</h2>
   ${
     v.policy.byOperator
@@ -111,8 +119,12 @@ function ownerSections(v: Parameters<typeof membersView>[0]) {
     <button type="submit" class="secondary">Save policy</button>
   </form>`
   }
-</section>
-<section aria-labelledby="invite-heading" class="card">
+</section>`
+}
+
+function inviteSection(v: MembersPage) {
+  const values = v.values ?? { email: '', role: 'developer' as Role }
+  return html`<section aria-labelledby="invite-heading" class="card">
   <h2 id="invite-heading">Invite a member</h2>
   ${alert(v.error)}
   <form method="post" action="/account/members/invite" novalidate>

@@ -1,6 +1,6 @@
 import type { Scope } from '../../scopes/catalog.js'
-import type { TokenView } from '../../tokens/document.js'
 import type { LeakEvidence } from '../../tokens/leaks.js'
+import type { TokenView } from '../../tokens/service.js'
 import { alert, copyable, csrf, type FormError, notice, scopeChoices, time } from './forms.js'
 import { html } from './html.js'
 import { layout, type SignedIn } from './layout.js'

@@ -20,13 +20,22 @@ import {
 
 const missing = 'No such user (404) when the account does not exist.'
 
+/** A new one-time setup link for the account's holder; earlier ones stop working. */
+async function setupUrl(app: FastifyInstance, ctx: AppContext, username: string, actor: Actor) {
+  const origin = ctx.config.http.publicUrl ?? app.publicUrl
+  return `${origin}/account/setup/${await ctx.holders.invite(username, actor)}`
+}
+
 /** Accounts: create, read, list, change, disable and enable, delete, and setup links. */
 export function accountRoutes(app: FastifyInstance, ctx: AppContext) {
-  const setupUrl = async (username: string, actor: Actor) => {
-    const origin = ctx.config.http.publicUrl ?? app.publicUrl
-    return `${origin}/account/setup/${await ctx.holders.invite(username, actor)}`
-  }
+  createAndList(app, ctx)
+  readAndChange(app, ctx)
+  disableAndDelete(app, ctx)
+  setupLinks(app, ctx)
+}
 
+/** Create an account; list them. */
+function createAndList(app: FastifyInstance, ctx: AppContext) {
   app.post(
     '/accounts',
     {
@@ -51,7 +60,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext) {
         body.features ?? [],
         actor,
       )
-      const url = await setupUrl(account.username, actor)
+      const url = await setupUrl(app, ctx, account.username, actor)
       return reply.code(201).send({ ...account, setupUrl: url })
     },
   )
@@ -83,7 +92,10 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext) {
       return page
     },
   )
+}
 
+/** Read an account; change its plan and features. */
+function readAndChange(app: FastifyInstance, ctx: AppContext) {
   app.get(
     '/accounts/:username',
     {
@@ -124,7 +136,10 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext) {
       return ctx.accounts.change(username, { plan, features }, operator(request))
     },
   )
+}
 
+/** Disable, enable and delete an account. */
+function disableAndDelete(app: FastifyInstance, ctx: AppContext) {
   for (const [action, disabled] of [
     ['disable', true],
     ['enable', false],
@@ -171,7 +186,10 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext) {
       return reply.code(204).send()
     },
   )
+}
 
+/** A new setup link for the holder. */
+function setupLinks(app: FastifyInstance, ctx: AppContext) {
   app.post(
     '/accounts/:username/setup-url',
     {
@@ -191,7 +209,7 @@ export function accountRoutes(app: FastifyInstance, ctx: AppContext) {
       const account = await ctx.accounts.get(username)
       return {
         username: account.username,
-        setupUrl: await setupUrl(account.username, operator(request)),
+        setupUrl: await setupUrl(app, ctx, account.username, operator(request)),
       }
     },
   )

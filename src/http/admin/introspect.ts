@@ -1,6 +1,5 @@
 import type { Static } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import { AccountError } from '../../accounts/service.js'
 import type { AppContext } from '../../context.js'
 import { ApiError } from '../../errors.js'
 import type { Validation } from '../../tokens/validator.js'
@@ -42,70 +41,70 @@ function formFields(body: string) {
   return fields
 }
 
+/**
+ * The account as the database says it now, when it is there and enabled. The validator reads
+ * the instance's account cache, which may lag another instance's change by up to a second; a
+ * verifier caches this answer, so it must not describe a token that is no longer good.
+ */
+async function current(ctx: AppContext, username: string) {
+  const account = await ctx.accounts.get(username).catch((err: unknown) => {
+    if (err instanceof ApiError && err.kind === 'noSuchUser') return undefined
+    throw err
+  })
+  return account?.disabled === false ? account : undefined
+}
+
+/** A valid pk or sk as its record says it now; revoked if it went since it was validated. */
+async function permanent(ctx: AppContext, validation: Valid): Promise<Answer> {
+  const { principal } = validation
+  const account = await current(ctx, principal.username)
+  if (account === undefined || principal.tokenId === undefined) return inactive('TokenRevoked')
+  const token = await ctx.tokens.get(account, principal.tokenId).catch((err: unknown) => {
+    if (err instanceof ApiError && err.kind === 'notFound') return undefined
+    throw err
+  })
+  if (token === undefined) return inactive('TokenRevoked')
+  // A rolled token: its end, as a tk's (the verifier keeps its answer no longer).
+  const retiresAt = await ctx.tokens.retiresAt(token.id)
+  return {
+    active: true,
+    scope: token.scopes.join(' '),
+    username: account.username,
+    token_type: 'Bearer',
+    ...(retiresAt === undefined ? {} : { exp: Math.floor(retiresAt / 1000) }),
+    iat: Math.floor(Date.parse(token.created) / 1000),
+    client_id: token.client,
+    id: token.id,
+    usage: token.usage,
+    allowedUrls: token.allowedUrls,
+    ...(token.allowedIps === undefined ? {} : { allowedIps: token.allowedIps }),
+    code: 'TokenValid',
+  }
+}
+
+async function describeToken(ctx: AppContext, validation: Valid): Promise<Answer> {
+  const { parsed } = validation
+  if (parsed.usage !== 'tk') return permanent(ctx, validation)
+  const { u, exp, iat, scopes, client } = parsed.payload
+  const account = await current(ctx, u)
+  if (account === undefined || iat < Math.floor(Date.parse(account.created) / 1000)) {
+    return inactive('TokenRevoked')
+  }
+  return {
+    active: true,
+    scope: scopes.join(' '),
+    username: u,
+    token_type: 'Bearer',
+    exp,
+    iat,
+    client_id: client,
+    usage: 'tk',
+    code: 'TokenValid',
+  }
+}
+
 /** `POST /admin/v1/introspect`: a token string as RFC 7662 describes it, for operators only. */
 export function introspectRoutes(app: FastifyInstance, ctx: AppContext): void {
-  /**
-   * The account as the database says it now, when it is there and enabled. The validator reads
-   * the instance's account cache, which may lag another instance's change by up to a second; a
-   * verifier caches this answer, so it must not describe a token that is no longer good.
-   */
-  const current = async (username: string) => {
-    const account = await ctx.accounts.get(username).catch((err: unknown) => {
-      if (err instanceof AccountError && err.kind === 'missing') return undefined
-      throw err
-    })
-    return account?.disabled === false ? account : undefined
-  }
-
-  /** A valid pk or sk as its record says it now; revoked if it went since it was validated. */
-  const permanent = async (validation: Valid): Promise<Answer> => {
-    const { principal } = validation
-    const account = await current(principal.username)
-    if (account === undefined || principal.tokenId === undefined) return inactive('TokenRevoked')
-    const token = await ctx.tokens.get(account, principal.tokenId).catch((err: unknown) => {
-      if (err instanceof ApiError && err.kind === 'notFound') return undefined
-      throw err
-    })
-    if (token === undefined) return inactive('TokenRevoked')
-    // A rolled token: its end, as a tk's (the verifier keeps its answer no longer).
-    const retiresAt = await ctx.tokens.retiresAt(token.id)
-    return {
-      active: true,
-      scope: token.scopes.join(' '),
-      username: account.username,
-      token_type: 'Bearer',
-      ...(retiresAt === undefined ? {} : { exp: Math.floor(retiresAt / 1000) }),
-      iat: Math.floor(Date.parse(token.created) / 1000),
-      client_id: token.client,
-      id: token.id,
-      usage: token.usage,
-      allowedUrls: token.allowedUrls,
-      ...(token.allowedIps === undefined ? {} : { allowedIps: token.allowedIps }),
-      code: 'TokenValid',
-    }
-  }
-
-  const describe = async (validation: Valid): Promise<Answer> => {
-    const { parsed } = validation
-    if (parsed.usage !== 'tk') return permanent(validation)
-    const { u, exp, iat, scopes, client } = parsed.payload
-    const account = await current(u)
-    if (account === undefined || iat < Math.floor(Date.parse(account.created) / 1000)) {
-      return inactive('TokenRevoked')
-    }
-    return {
-      active: true,
-      scope: scopes.join(' '),
-      username: u,
-      token_type: 'Bearer',
-      exp,
-      iat,
-      client_id: client,
-      usage: 'tk',
-      code: 'TokenValid',
-    }
-  }
-
   // Its own context: the form parser serves this route only, never the token API.
   app.register(async (scope) => {
     scope.addContentTypeParser(
@@ -136,7 +135,7 @@ export function introspectRoutes(app: FastifyInstance, ctx: AppContext): void {
         if (ip !== undefined && within !== undefined && !within(ip)) {
           return { active: false, code: 'TokenValid', reason: 'ip_not_allowed' as const }
         }
-        return describe(validation)
+        return describeToken(ctx, validation)
       },
     )
   })

@@ -18,11 +18,19 @@ import {
 
 const missing = 'No such user (404) when the account does not exist.'
 
+/** Where the links handed out point: the public URL, else the address the server listens on. */
+const originOf = (app: FastifyInstance, ctx: AppContext) =>
+  ctx.config.http.publicUrl ?? app.publicUrl
+
 /** The people of an account (members, roles, invitations) and one-time portal links. */
 export function memberRoutes(app: FastifyInstance, ctx: AppContext) {
-  const { members } = ctx
-  const origin = () => ctx.config.http.publicUrl ?? app.publicUrl
+  listAndInvite(app, ctx)
+  roleAndRemoval(app, ctx)
+  portalLinks(app, ctx)
+}
 
+/** List an account's members; invite one. */
+function listAndInvite(app: FastifyInstance, ctx: AppContext) {
   app.get(
     '/accounts/:username/members',
     {
@@ -37,7 +45,7 @@ export function memberRoutes(app: FastifyInstance, ctx: AppContext) {
     },
     async (request) => {
       const { username } = request.params as Static<typeof UsernameParams>
-      return members.list(username)
+      return ctx.members.list(username)
     },
   )
 
@@ -60,19 +68,22 @@ export function memberRoutes(app: FastifyInstance, ctx: AppContext) {
     async (request, reply) => {
       const { username } = request.params as Static<typeof UsernameParams>
       const body = request.body as Static<typeof InviteMemberBody>
-      const made = await members.invite(username, body, operator(request))
+      const made = await ctx.members.invite(username, body, operator(request))
       return reply
         .code(201)
         .header('cache-control', 'no-store')
         .send({
           email: made.invitation.email,
           role: made.invitation.role,
-          invitationUrl: `${origin()}/account/invitations/${made.secret}`,
+          invitationUrl: `${originOf(app, ctx)}/account/invitations/${made.secret}`,
           expires: made.invitation.expires,
         })
     },
   )
+}
 
+/** Change a member's role; remove a member. */
+function roleAndRemoval(app: FastifyInstance, ctx: AppContext) {
   app.patch(
     '/accounts/:username/members/:login',
     {
@@ -91,7 +102,7 @@ export function memberRoutes(app: FastifyInstance, ctx: AppContext) {
     async (request) => {
       const { username, login } = request.params as Static<typeof MemberParams>
       const { role } = request.body as Static<typeof SetRoleBody>
-      return members.setRole(username, login, role, operator(request))
+      return ctx.members.setRole(username, login, role, operator(request))
     },
   )
 
@@ -111,11 +122,14 @@ export function memberRoutes(app: FastifyInstance, ctx: AppContext) {
     },
     async (request, reply) => {
       const { username, login } = request.params as Static<typeof MemberParams>
-      await members.remove(username, login, operator(request))
+      await ctx.members.remove(username, login, operator(request))
       return reply.code(204).send()
     },
   )
+}
 
+/** One-time portal links. */
+function portalLinks(app: FastifyInstance, ctx: AppContext) {
   app.post(
     '/accounts/:username/portal-links',
     {
@@ -138,11 +152,11 @@ export function memberRoutes(app: FastifyInstance, ctx: AppContext) {
     async (request, reply) => {
       const { username } = request.params as Static<typeof UsernameParams>
       const body = request.body as Static<typeof PortalLinkBody>
-      const made = await members.createPortalLink(username, body, operator(request))
+      const made = await ctx.members.createPortalLink(username, body, operator(request))
       return reply
         .code(201)
         .header('cache-control', 'no-store')
-        .send({ url: `${origin()}/account/portal/${made.secret}`, expires: made.expires })
+        .send({ url: `${originOf(app, ctx)}/account/portal/${made.secret}`, expires: made.expires })
     },
   )
 }

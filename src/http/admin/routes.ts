@@ -1,8 +1,6 @@
 import type { FastifyInstance } from 'fastify'
-import { AccountError } from '../../accounts/service.js'
 import type { AppContext } from '../../context.js'
 import { ApiError } from '../../errors.js'
-import { MemberError } from '../../people/members.js'
 import { accountRoutes } from './accounts.js'
 import { auditRoutes } from './audit.js'
 import { eventRoutes } from './events.js'
@@ -18,32 +16,11 @@ export const adminDocs = { tags: [adminTag], securitySchemes }
 
 const bearer = /^Bearer +(\S+) *$/i
 
-/** An account service refusal as the API's error: 404, 409 or 422, with the reason as details. */
-const accountFailure = (err: AccountError) =>
-  new ApiError(
-    err.kind === 'missing'
-      ? 'noSuchUser'
-      : err.kind === 'exists'
-        ? 'accountExists'
-        : 'invalidResources',
-    err.message,
-  )
-
-/** A member service refusal: 404 for no such member, 409 for the last owner, else 422. */
-const memberFailure = (err: MemberError) =>
-  new ApiError(
-    err.reason === 'missing'
-      ? 'notFound'
-      : err.reason === 'lastOwner'
-        ? 'lastOwner'
-        : 'invalidResources',
-    err.message,
-  )
-
 /**
  * The admin API under /admin/v1, for the operator's own backend. Its own plugin: the operator
- * key check, the account error mapping and the 404 of unknown paths stay here, off the token
- * API's path. Only the Authorization header is read: an `access_token` is never a credential.
+ * key check and the 404 of unknown paths stay here, off the token API's path (a service's
+ * refusal is an ApiError, which the app's error handler answers). Only the Authorization header
+ * is read: an `access_token` is never a credential.
  */
 export function adminRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.register(
@@ -58,12 +35,6 @@ export function adminRoutes(app: FastifyInstance, ctx: AppContext): void {
         }
         request.adminKeyId = id
         done()
-      })
-      // Thrown on to the app's error handler, which answers every ApiError.
-      admin.setErrorHandler((error) => {
-        if (error instanceof AccountError) throw accountFailure(error)
-        if (error instanceof MemberError) throw memberFailure(error)
-        throw error
       })
       // Unknown paths here answer 401 too without a key: nothing is told before it.
       admin.setNotFoundHandler(() => {

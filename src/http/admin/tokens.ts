@@ -16,6 +16,12 @@ import {
 
 /** An account's tokens with their last use, and one token's hourly use (not in /tokens/v2). */
 export function accountTokenRoutes(app: FastifyInstance, ctx: AppContext) {
+  listAndUsage(app, ctx)
+  roll(app, ctx)
+}
+
+/** An account's tokens and a token's usage. */
+function listAndUsage(app: FastifyInstance, ctx: AppContext) {
   app.get(
     '/accounts/:username/tokens',
     {
@@ -72,7 +78,10 @@ export function accountTokenRoutes(app: FastifyInstance, ctx: AppContext) {
       return { lastUsed: lastUsed ?? null, hours }
     },
   )
+}
 
+/** Roll a token. */
+function roll(app: FastifyInstance, ctx: AppContext) {
   app.post(
     '/accounts/:username/tokens/:token_id/roll',
     {

@@ -3,19 +3,18 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { AppContext } from '../../context.js'
 import { nextPage, operator, pageSize, tags } from './common.js'
+import { adminErrors, operatorKey, PageQuery } from './schemas.js'
 import {
-  adminErrors,
   CreatedWebhook,
   CreateWebhookBody,
-  operatorKey,
-  PageQuery,
   WebhookDelivery,
   WebhookObject,
   WebhookParams,
   WebhookSecret,
-} from './schemas.js'
+} from './webhook-schemas.js'
 
 const missing = '404 `Not found` when there is no such webhook.'
+const params = (p: unknown) => (p as Static<typeof WebhookParams>).id
 
 const signing = [
   'Each event is POSTed as the JSON of the audit event (`{"id", "at", "action", ...}`) with',
@@ -29,9 +28,13 @@ const signing = [
 
 /** Webhook endpoints: register, read, remove, ping, and their deliveries. */
 export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
-  const service = ctx.webhooks.service
-  const params = (p: unknown) => (p as Static<typeof WebhookParams>).id
+  createAndList(app, ctx)
+  readAndRemove(app, ctx)
+  pingAndDeliveries(app, ctx)
+}
 
+/** Register a webhook; list them. */
+function createAndList(app: FastifyInstance, ctx: AppContext) {
   app.post(
     '/webhooks',
     {
@@ -53,7 +56,9 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
     },
     async (request, reply) => {
       const body = request.body as Static<typeof CreateWebhookBody>
-      return reply.code(201).send(await service.create(body.url, body.events, operator(request)))
+      return reply
+        .code(201)
+        .send(await ctx.webhooks.service.create(body.url, body.events, operator(request)))
     },
   )
 
@@ -74,7 +79,7 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
     async (request, reply) => {
       const q = request.query as Static<typeof PageQuery>
       const limit = pageSize(q.limit)
-      const rows = await service.list(q.start, limit + 1)
+      const rows = await ctx.webhooks.service.list(q.start, limit + 1)
       const page = rows.slice(0, limit)
       const last = page.at(-1)
       if (rows.length > limit && last !== undefined) {
@@ -83,7 +88,10 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
       return page
     },
   )
+}
 
+/** Read a webhook and its secret; remove it. */
+function readAndRemove(app: FastifyInstance, ctx: AppContext) {
   app.get(
     '/webhooks/:id',
     {
@@ -96,7 +104,7 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
         response: { 200: WebhookObject, ...adminErrors(404) },
       },
     },
-    async (request) => service.get(params(request.params)),
+    async (request) => ctx.webhooks.service.get(params(request.params)),
   )
 
   app.get(
@@ -111,7 +119,7 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
         response: { 200: WebhookSecret, ...adminErrors(404) },
       },
     },
-    async (request) => service.secret(params(request.params)),
+    async (request) => ctx.webhooks.service.secret(params(request.params)),
   )
 
   app.delete(
@@ -129,11 +137,14 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
     async (request, reply) => {
-      await service.remove(params(request.params), operator(request))
+      await ctx.webhooks.service.remove(params(request.params), operator(request))
       return reply.code(204).send()
     },
   )
+}
 
+/** A test event now; the deliveries so far. */
+function pingAndDeliveries(app: FastifyInstance, ctx: AppContext) {
   app.post(
     '/webhooks/:id/ping',
     {
@@ -150,7 +161,7 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
         response: { 200: WebhookDelivery, ...adminErrors(404) },
       },
     },
-    async (request) => service.ping(params(request.params)),
+    async (request) => ctx.webhooks.service.ping(params(request.params)),
   )
 
   app.get(
@@ -175,7 +186,7 @@ export function webhookRoutes(app: FastifyInstance, ctx: AppContext): void {
       const id = params(request.params)
       const q = request.query as Static<typeof PageQuery>
       const limit = pageSize(q.limit)
-      const rows = await service.deliveries(id, q.start, limit + 1)
+      const rows = await ctx.webhooks.service.deliveries(id, q.start, limit + 1)
       const page = rows.slice(0, limit)
       const last = page.at(-1)
       if (rows.length > limit && last !== undefined) {

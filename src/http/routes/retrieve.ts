@@ -1,80 +1,12 @@
 import type { FastifyInstance } from 'fastify'
 import type { AppContext } from '../../context.js'
-import { ApiError } from '../../errors.js'
-import { isoTime } from '../../time.js'
-import type { ParsedToken } from '../../tokens/codec.js'
-import { rateKeyOf } from '../../tokens/principal.js'
 import type { Validation as Checked } from '../../tokens/validator.js'
-import { accessToken, andThen, type HeaderSink, rateLimit } from '../guard.js'
-import { handedOver } from '../handover.js'
+import { answerRetrieve } from '../ahead/answers.js'
+import { handedOver } from '../ahead/handover.js'
+import { accessToken, andThen } from '../guard.js'
 import { AccessTokenQuery, errorResponses, Validation } from '../schemas.js'
 
-/**
- * The `token` object of retrieve (specification 2.5) as JSON, once per verified token string:
- * what a token says never changes, so the answer is two strings joined. Built field by field
- * from the token's payload (nothing else can reach it); `Validation` documents it.
- */
-const bodies = new WeakMap<ParsedToken, string>()
-function tokenJson(parsed: ParsedToken) {
-  let body = bodies.get(parsed)
-  if (body === undefined) {
-    body = JSON.stringify(buildBody(parsed))
-    bodies.set(parsed, body)
-  }
-  return body
-}
-
-const json = 'application/json; charset=utf-8'
-
-function buildBody(parsed: ParsedToken) {
-  if (parsed.usage !== 'tk') {
-    const { u, a } = parsed.payload
-    return { usage: parsed.usage, user: u, authorization: typeof a === 'string' ? a : undefined }
-  }
-  const { u, exp, iat, scopes, client } = parsed.payload
-  return {
-    usage: 'tk',
-    user: u,
-    expires: isoTime(exp * 1000),
-    created: isoTime(iat * 1000),
-    scopes,
-    client,
-  }
-}
-
-type Valid = Extract<Checked, { code: 'TokenValid' }>
-
-/**
- * Retrieve's answer to a valid token: counted against its account's limit (the limit's headers
- * go to `sink`), then its body. Shared by the route and the fast path (fast-path.ts).
- */
-export function answerValid(ctx: AppContext, validation: Valid, sink: HeaderSink) {
-  ctx.metrics.validated(validation)
-  return andThen(rateLimit(ctx, sink, rateKeyOf(validation.principal)), () => {
-    sink.header('content-type', json)
-    return `{"code":"TokenValid","token":${tokenJson(validation.parsed)}}`
-  })
-}
-
-/**
- * Retrieve's answer to a token that is not valid, or to no token: counted against the caller's
- * address, then the code and what the token says (or 401 when there was no token).
- */
-export function answerInvalid(
-  ctx: AppContext,
-  validation: Exclude<Checked, Valid> | undefined,
-  ip: string | undefined,
-  sink: HeaderSink,
-) {
-  if (validation !== undefined) ctx.metrics.validated(validation)
-  return andThen(rateLimit(ctx, sink, `ip:${ip}`), () => {
-    if (validation === undefined) throw new ApiError('accessTokenRequired')
-    sink.header('content-type', json)
-    if (validation.code === 'TokenMalformed') return '{"code":"TokenMalformed"}'
-    return `{"code":"${validation.code}","token":${tokenJson(validation.parsed)}}`
-  })
-}
-
+/** Retrieve through Fastify: what the fast path (ahead/retrieve.ts) leaves to it. */
 export function retrieveRoute(app: FastifyInstance, ctx: AppContext) {
   app.get(
     '/tokens/v2',
@@ -87,13 +19,10 @@ export function retrieveRoute(app: FastifyInstance, ctx: AppContext) {
     },
     // Not async: a cached or temporary token is answered without a promise.
     (request, reply) => {
-      const answer = (validation?: Checked) =>
-        validation?.code === 'TokenValid'
-          ? answerValid(ctx, validation, reply)
-          : answerInvalid(ctx, validation, request.ip, reply)
+      const answer = (validation?: Checked) => answerRetrieve(ctx, validation, request.ip, reply)
       const token = accessToken(request)
       if (token === undefined) return answer()
-      return andThen(handedOver.get(request.raw) ?? ctx.tokens.validate(token), answer)
+      return andThen(handedOver(request.raw) ?? ctx.tokens.validate(token), answer)
     },
   )
 }

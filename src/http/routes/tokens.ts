@@ -6,7 +6,7 @@ import type { AccountRecord } from '../../db/repositories.js'
 import { ApiError, fail } from '../../errors.js'
 import type { Principal } from '../../tokens/principal.js'
 import { tokenActor } from '../actor.js'
-import { replayBody } from '../handover.js'
+import { replayBody } from '../ahead/handover.js'
 import {
   CreateBody,
   CreateResult,
@@ -29,6 +29,14 @@ const caller = (request: FastifyRequest) => ({
 })
 
 export function tokenRoutes(app: FastifyInstance, ctx: AppContext) {
+  listRoute(app, ctx)
+  createRoute(app, ctx)
+  updateRoute(app, ctx)
+  rollRoute(app, ctx)
+  deleteRoute(app, ctx)
+}
+
+function listRoute(app: FastifyInstance, ctx: AppContext) {
   app.get(
     '/tokens/v2/:username',
     {
@@ -63,7 +71,9 @@ export function tokenRoutes(app: FastifyInstance, ctx: AppContext) {
       return reply.type('application/json; charset=utf-8').send(body)
     },
   )
+}
 
+function createRoute(app: FastifyInstance, ctx: AppContext) {
   app.post(
     '/tokens/v2/:username',
     {
@@ -74,7 +84,7 @@ export function tokenRoutes(app: FastifyInstance, ctx: AppContext) {
         body: CreateBody,
         response: { 200: CreateResult, ...authErrors },
       },
-      // The body the create fast path read, when it left the request to Fastify (fast-create.ts).
+      // The body the create fast path read, when it left the request to Fastify (http/ahead/create.ts).
       preParsing: replayBody,
       // The kind of token decides what it may create; checked before the body is validated.
       preValidation: (request, _reply, done) => {
@@ -102,7 +112,9 @@ export function tokenRoutes(app: FastifyInstance, ctx: AppContext) {
       return reply.type('application/json; charset=utf-8').send(json)
     },
   )
+}
 
+function updateRoute(app: FastifyInstance, ctx: AppContext) {
   app.patch(
     '/tokens/v2/:username/:token_id',
     {
@@ -126,7 +138,9 @@ export function tokenRoutes(app: FastifyInstance, ctx: AppContext) {
       )
     },
   )
+}
 
+function rollRoute(app: FastifyInstance, ctx: AppContext) {
   app.post(
     '/tokens/v2/:username/:token_id/roll',
     {
@@ -158,7 +172,9 @@ export function tokenRoutes(app: FastifyInstance, ctx: AppContext) {
       return ctx.tokens.roll(account, principal, token_id, { expires }, tokenActor(request))
     },
   )
+}
 
+function deleteRoute(app: FastifyInstance, ctx: AppContext) {
   app.delete(
     '/tokens/v2/:username/:token_id',
     {

@@ -1,5 +1,27 @@
-import type { TokenRecord } from '../db/repositories.js'
 import { jsonString } from '../json.js'
+
+/** A stored permanent token (pk or sk); its string is derived, never stored. */
+export interface TokenRecord {
+  id: string
+  username: string
+  usage: 'pk' | 'sk'
+  isDefault: boolean
+  note: string
+  scopes: string[]
+  allowedUrls: string[] | null
+  /** IP ranges it may be used from (Tessera); absent or null: anywhere. */
+  allowedIps?: string[] | null
+  scopeless: boolean
+  keyId: string
+  created: string
+  modified: string
+  /** A rolled token's end, epoch ms: refused from then on (the wire object does not show it). */
+  retiresAt?: number
+  /** When it was reported leaked and kept (flagged), ISO 8601. */
+  leaked?: string
+  /** Made by a roll: the id of the first token of its line of rolls (see rollToken). */
+  lineage?: string
+}
 
 /** The token metadata object of the wire (specification 2.2). */
 export interface TokenView {
@@ -37,7 +59,7 @@ export function tokenView(record: TokenRecord): TokenView {
 /**
  * `JSON.stringify(tokenView(record))`, written by hand (see jsonString): the document a create
  * stores and answers with. Keys in tokenView's order; test/unit/creates-json.test.ts checks that
- * the texts are the same.
+ * the texts are the same, test/http/answer-schemas.test.ts that they fit the response schema.
  */
 export function tokenDocument(r: TokenRecord): string {
   let text = `{"id":${jsonString(r.id)},"usage":${jsonString(r.usage)},"client":"api","default":${r.isDefault},"scopes":${jsonArray(r.scopes)},"note":${jsonString(r.note)},"created":${jsonString(r.created)},"modified":${jsonString(r.modified)}`

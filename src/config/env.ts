@@ -1,0 +1,54 @@
+import { existsSync, readFileSync } from 'node:fs'
+import { parseEnv } from 'node:util'
+
+const names = [
+  'PORT',
+  'HOST',
+  'DATA_DIR',
+  'TLS_CERT',
+  'TLS_KEY',
+  'TRUST_PROXY',
+  'PUBLIC_URL',
+  'SIGNING_KEYS',
+  'SCOPES_FILE',
+  'DATABASE_URL',
+  'DATABASE_POOL_SIZE',
+  'DATABASE_SCHEMA',
+  'REDIS_URL',
+  'REDIS_KEY_PREFIX',
+  'RATE_LIMIT_PER_MINUTE',
+  'LOG_LEVEL',
+  'DASHBOARD_SIGNUP',
+  'LEAK_REPORT_KEYS',
+  'LEAKED_TOKENS',
+  'DASHBOARD_REQUIRE_2FA',
+  'PORTAL_RETURN_ORIGINS',
+  'OIDC_ISSUER',
+  'OIDC_CLIENT_ID',
+  'OIDC_CLIENT_SECRET',
+  'OIDC_NAME',
+  'OIDC_ONLY',
+  'OIDC_CA_FILE',
+  'SHED_DELAY_MS',
+  'ADMIN_KEYS',
+  'AUDIT_RETENTION_DAYS',
+  'EVENT_RETENTION_HOURS',
+  'WEBHOOK_ALLOW_PRIVATE',
+  'WEBHOOK_CA_FILE',
+  'METRICS_PORT',
+  'METRICS_HOST',
+] as const
+
+/** Every environment variable Tessera reads, as given. Nothing below context.ts reads process.env. */
+export type Env = { [Name in (typeof names)[number]]?: string }
+
+/** Reads the process environment, with `.env` in the working directory filling unset names. */
+export function readEnv(source: NodeJS.ProcessEnv = process.env, dotenv = '.env'): Env {
+  const fromFile = existsSync(dotenv) ? parseEnv(readFileSync(dotenv, 'utf8')) : {}
+  const env: Env = {}
+  for (const name of names) {
+    const value = source[name] ?? fromFile[name]
+    if (value !== undefined && value !== '') env[name] = value
+  }
+  return env
+}

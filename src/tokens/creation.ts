@@ -1,0 +1,143 @@
+import { type Actor, type AuditEvent, auditEvent } from '../audit/events.js'
+import { Batcher, type GroupCommitStats } from '../db/batcher.js'
+import { insertDepth, insertWithEvents } from '../db/creates.js'
+import type { AccountRecord } from '../db/repositories.js'
+import { type TokenRecord, tokenDocument, withToken } from '../db/token-document.js'
+import { fail } from '../errors.js'
+import { isoTime, parseTimestamp } from '../time.js'
+import { encodeToken } from './codec.js'
+import type { Principal } from './principal.js'
+import type { TokenRecords } from './records.js'
+import { normalizeAllowedIps, normalizeAllowedUrls } from './rules.js'
+
+/** The fields a client sets on create and update. */
+export interface TokenFields {
+  note?: string
+  scopes?: string[]
+  allowedUrls?: string[] | null
+  /** Tessera: IP ranges the token may be used from. */
+  allowedIps?: string[] | null
+}
+
+export interface TemporaryInput {
+  expires: string
+  scopes?: string[]
+  allowedUrls?: unknown
+  allowedIps?: unknown
+}
+
+export interface TemporaryResult {
+  token: string
+  issued_at: string
+  expires: string
+  expires_in: number
+}
+
+const hourMs = 3_600_000
+
+/** Creates of permanent and temporary tokens, written in groups (see Batcher). */
+export class TokenCreation {
+  /** Group commit of new tokens, each with its audit event, atomically (see insertWithEvents). */
+  private readonly inserts: Batcher<{ record: TokenRecord; event: AuditEvent; document: string }>
+  /** Temporary tokens are not stored: only their audit events, written in groups as well. */
+  private readonly issued: Batcher<AuditEvent>
+
+  constructor(
+    private readonly records: TokenRecords,
+    groupCommits?: GroupCommitStats,
+  ) {
+    const { db } = records
+    const write = (items: { record: TokenRecord; event: AuditEvent; document: string }[]) =>
+      insertWithEvents(
+        db,
+        items.map((i) => i.record),
+        items.map((i) => i.event),
+        items.map((i) => i.document),
+      )
+    this.inserts = new Batcher(write, 500, insertDepth(db), groupCommits)
+    this.issued = new Batcher(
+      (events) => insertWithEvents(db, [], events),
+      500,
+      insertDepth(db),
+      groupCommits,
+    )
+  }
+
+  /** A new permanent token, stored with its audit event; also its document, written once. */
+  async insert(
+    account: AccountRecord,
+    principal: Principal,
+    input: TokenFields,
+    actor: Actor,
+  ): Promise<{ record: TokenRecord; document: string }> {
+    const allowedUrls = normalizeAllowedUrls(input.allowedUrls)
+    const allowedIps = normalizeAllowedIps(input.allowedIps)
+    const scopes = this.records.checkScopes(account, principal, input.scopes ?? [])
+    const note = input.note ?? ''
+    const record = this.records.newRecord(account, { note, scopes, allowedUrls, allowedIps })
+    const target = { type: 'token' as const, id: record.id }
+    const details = { usage: record.usage, scopes }
+    const event = auditEvent(
+      this.records.now(),
+      'token.created',
+      actor,
+      target,
+      account.username,
+      details,
+    )
+    const document = tokenDocument(record)
+    await this.inserts.add({ record, event, document })
+    return { record, document }
+  }
+
+  /** Create's answer as JSON text: the stored document with the token string added. */
+  async insertJson(
+    account: AccountRecord,
+    principal: Principal,
+    input: TokenFields,
+    actor: Actor,
+  ): Promise<string> {
+    const { record, document } = await this.insert(account, principal, input, actor)
+    const token = this.records.tokenString(record)
+    // The answer's schema requires it: its key cannot be gone unless the key file was replaced.
+    if (token === undefined) throw new Error(`no signing key ${record.keyId} for a new token`)
+    return withToken(document, token)
+  }
+
+  async temporary(
+    account: AccountRecord,
+    principal: Principal,
+    input: TemporaryInput,
+    actor: Actor,
+  ): Promise<TemporaryResult> {
+    if (input.allowedUrls !== undefined) {
+      fail('invalidResources', 'temporary tokens cannot have allowedUrls')
+    }
+    if (input.allowedIps !== undefined) {
+      fail('invalidResources', 'temporary tokens cannot have allowedIps')
+    }
+    const expiresMs = parseTimestamp(input.expires)
+    if (expiresMs === undefined)
+      return fail('invalidResources', 'expires must be an ISO 8601 timestamp')
+    const now = this.records.now()
+    if (expiresMs < now) fail('expiresInPast')
+    if (expiresMs > now + hourMs) fail('expiresTooFar')
+    const exp = Math.floor(expiresMs / 1000)
+    if (principal.exp !== undefined && exp > principal.exp) fail('expiresAfterAuthorizer')
+    const scopes = this.records.checkScopes(account, principal, input.scopes ?? [])
+    const iat = Math.floor(now / 1000)
+    const payload = { u: account.username, exp, iat, scopes, client: 'api' as const }
+    // Its string is never recorded: what it may do and until when.
+    const details = { scopes, expires: isoTime(exp * 1000) }
+    const at = this.records.now()
+    await this.issued.add(
+      auditEvent(at, 'token.temporary_issued', actor, { type: 'token' }, account.username, details),
+    )
+    return {
+      token: encodeToken('tk', payload, this.records.keyring.current.secret),
+      issued_at: isoTime(iat * 1000),
+      expires: isoTime(exp * 1000),
+      expires_in: exp - iat,
+    }
+  }
+}

@@ -1,0 +1,188 @@
+import { type Actor, auditEvent } from '../audit/events.js'
+import { auditRepo } from '../db/audit.js'
+import type { Db } from '../db/database.js'
+import { type AccountRecord, tokensRepo } from '../db/repositories.js'
+import type { TokenRecord, TokenView } from '../db/token-document.js'
+import { fail } from '../errors.js'
+import { isoTime, parseTimestamp } from '../time.js'
+import type { TokenFields } from './creation.js'
+import type { Principal } from './principal.js'
+import type { TokenRecords } from './records.js'
+import { normalizeAllowedIps, normalizeAllowedUrls } from './rules.js'
+
+const dayMs = 24 * 3_600_000
+
+const retiringDetails = (retiresAt: number) =>
+  `it works until ${isoTime(retiresAt)}, then ends: roll the token that replaced it`
+
+/** What changes a token: whose, by whom, which, how, and who asked (for the audit event). */
+export type TokenChange<Input> = [
+  account: AccountRecord,
+  principal: Principal,
+  id: string,
+  input: Input,
+  actor: Actor,
+]
+
+const tokenTarget = (id: string) => ({ type: 'token' as const, id })
+
+export async function updateToken(
+  records: TokenRecords,
+  account: AccountRecord,
+  principal: Principal,
+  id: string,
+  input: TokenFields,
+  actor: Actor,
+): Promise<TokenView> {
+  if (
+    input.note === undefined &&
+    input.scopes === undefined &&
+    input.allowedUrls === undefined &&
+    input.allowedIps === undefined
+  ) {
+    fail('invalidResources', 'name at least one of note, scopes and allowedUrls')
+  }
+  const allowedUrls = normalizeAllowedUrls(input.allowedUrls)
+  const allowedIps = normalizeAllowedIps(input.allowedIps)
+  const scopes = input.scopes && records.checkScopes(account, principal, input.scopes)
+  const record = await records.find(account, id)
+  await records.refuseRetiringLine(record, principal.tokenId)
+  const fields = ['note', 'scopes', 'allowedUrls', 'allowedIps'] as const
+  const before = fields.map((k) => JSON.stringify(record[k] ?? null))
+  if (scopes !== undefined) {
+    if (record.scopeless && scopes.length > 0) {
+      fail('invalidScopes', 'a token created with no scopes cannot be given scopes')
+    }
+    if (record.usage === 'pk' && scopes.some((id) => records.catalog.get(id)?.public !== true)) {
+      fail('invalidScopes', 'a public token may hold public scopes only')
+    }
+    record.scopes = scopes
+  }
+  if (input.note !== undefined) record.note = input.note
+  if (input.allowedUrls !== undefined) record.allowedUrls = allowedUrls
+  if (input.allowedIps !== undefined) record.allowedIps = allowedIps
+  record.modified = isoTime(records.now())
+  // The fields whose value changed, not those sent: a form sends them all.
+  const changed = fields.filter(
+    (k, i) => input[k] !== undefined && JSON.stringify(record[k] ?? null) !== before[i],
+  )
+  const details = { fields: changed }
+  const at = records.now()
+  const event = auditEvent(at, 'token.updated', actor, tokenTarget(id), account.username, details)
+  await records.change(id, event, (db) => tokensRepo.update(db, record))
+  return records.view(record)
+}
+
+/** When a rolled token's old string ends (epoch ms): `expires`, at most a day ahead, or now. */
+function rollEnd(expires: unknown, now: number): number {
+  if (expires === undefined) return now
+  const at = typeof expires === 'string' ? parseTimestamp(expires) : undefined
+  if (at === undefined) return fail('invalidResources', 'expires must be an ISO 8601 timestamp')
+  if (at < now) fail('expiresInPast')
+  if (at > now + dayMs) fail('rollTooFar')
+  return at
+}
+
+/**
+ * Rolls a pk/sk: a new token (new id and string; the same note, scopes, allowed URLs and
+ * default flag, created now), while the old string works until `expires` (now when absent;
+ * at most 24 hours ahead). Rules as for update. A token is rolled once: a retiring one is
+ * refused (409), also when two rolls race (the retire is conditional, in the transaction). The
+ * new token records the first of its line (`lineage`): see refuseRetiringLine.
+ */
+export async function rollToken(
+  records: TokenRecords,
+  account: AccountRecord,
+  principal: Principal,
+  id: string,
+  input: { expires?: unknown },
+  actor: Actor,
+): Promise<TokenView> {
+  if (principal.usage === 'tk') fail('temporaryNotRollable')
+  const now = records.now()
+  const endsAt = rollEnd(input.expires, now)
+  const old = await records.find(account, id)
+  if (old.retiresAt !== undefined && old.retiresAt <= now) {
+    fail('notFound', 'no token with this id in this account')
+  }
+  await records.refuseRetiringLine(old, principal.tokenId)
+  if (old.retiresAt !== undefined) return fail('tokenRetiring', retiringDetails(old.retiresAt))
+  // The caller must hold every scope of the token, as to give them.
+  records.checkScopes(account, principal, old.scopes)
+  const record: TokenRecord = {
+    ...records.newRecord(account, {
+      note: old.note,
+      scopes: old.scopes,
+      allowedUrls: old.allowedUrls,
+      allowedIps: old.allowedIps ?? null,
+      isDefault: old.isDefault,
+    }),
+    usage: old.usage,
+    scopeless: old.scopeless,
+    lineage: old.lineage ?? old.id,
+  }
+  const retires = isoTime(endsAt)
+  const details = { previous: old.id, usage: record.usage, retires }
+  const target = tokenTarget(record.id)
+  const event = auditEvent(records.now(), 'token.rolled', actor, target, account.username, details)
+  await records.db.transaction().execute(async (trx) => {
+    await endOldToken(trx, account, old.id, endsAt <= now ? undefined : retires)
+    await tokensRepo.insert(trx, record)
+    await auditRepo.insert(trx, event)
+    await records.changes.notify(trx, old.id)
+  })
+  records.cache.invalidate(old.id)
+  return records.view(record)
+}
+
+/**
+ * The old token of a roll, first: one default token per account at any moment. Deleted, or
+ * retiring from `retires`; only if no other roll came first (since it was read): then it is
+ * retiring (409) or gone (404).
+ */
+async function endOldToken(trx: Db, account: AccountRecord, id: string, retires?: string) {
+  const ended =
+    retires === undefined
+      ? await tokensRepo.deleteUnretired(trx, account.username, id)
+      : await tokensRepo.retire(trx, id, retires)
+  if (ended) return
+  const current = await tokensRepo.find(trx, id)
+  if (current?.retiresAt === undefined) {
+    fail('notFound', 'no token with this id in this account')
+  } else fail('tokenRetiring', retiringDetails(current.retiresAt))
+}
+
+export async function removeToken(
+  records: TokenRecords,
+  account: AccountRecord,
+  id: string,
+  actor: Actor,
+): Promise<void> {
+  const record = await records.find(account, id)
+  if (record.isDefault) fail('defaultTokenUndeletable')
+  // The token that authorised an API request is its actor (principalActor).
+  await records.refuseRetiringLine(record, actor.type === 'token' ? actor.id : undefined)
+  const details = { usage: record.usage }
+  const at = records.now()
+  const event = auditEvent(at, 'token.deleted', actor, tokenTarget(id), account.username, details)
+  // Deleted by someone else in between: the outcome the caller asked for holds, and only the
+  // deletion that removed the row is recorded.
+  await records.db.transaction().execute(async (trx) => {
+    if (await tokensRepo.delete(trx, account.username, id)) await auditRepo.insert(trx, event)
+    await records.changes.notify(trx, id)
+  })
+  records.cache.invalidate(id)
+}
+
+/** Removes rolled tokens whose end has come (their strings are refused already). */
+export async function sweepRetired(records: TokenRecords): Promise<number> {
+  const rows = await tokensRepo.retired(records.db, isoTime(records.now()), 500)
+  for (const row of rows) {
+    await records.db.transaction().execute(async (trx) => {
+      await tokensRepo.delete(trx, row.username, row.id)
+      await records.changes.notify(trx, row.id)
+    })
+    records.cache.invalidate(row.id)
+  }
+  return rows.length
+}
