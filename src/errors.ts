@@ -124,6 +124,12 @@ export const fail = (kind: ErrorKind, details?: string): never => {
 }
 
 /**
+ * Whether the error is a refusal that a page or command catches and tells next to its form; one
+ * that nothing caught is a fault (a page answers 500 and logs it).
+ */
+export const isRefusal = (err: ApiError) => rows[err.kind][2] !== undefined
+
+/**
  * What a person is told of an error, on a page or on the CLI's one line: a refusal by its
  * sentence (on a page as its row shapes it), anything else by the API's message and details.
  */

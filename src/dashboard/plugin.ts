@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { AppContext } from '../context.js'
-import { ApiError, personText } from '../errors.js'
+import { ApiError, isRefusal, personText } from '../errors.js'
 import { allows } from '../people/members.js'
 import { SingleSignOn } from '../people/oidc.js'
 import { decoyHash } from '../people/passwords.js'
@@ -189,15 +189,17 @@ const errorPage = (ctx: AppContext) =>
     if (error instanceof Forbidden) {
       return sendPage(reply, messageView('Request refused', [error.message]), 403)
     }
-    if (error instanceof ApiError && error.statusCode < 500) {
+    // A refusal is told by the page that expects it: one that reaches here went uncaught.
+    const uncaught = error instanceof ApiError && isRefusal(error)
+    if (error instanceof ApiError && error.statusCode < 500 && !uncaught) {
       const lines = [personText(error, 'page')]
       return sendPage(reply, messageView(titleOf(error.statusCode), lines, back), error.statusCode)
     }
-    const status = error.statusCode ?? 500
+    const status = uncaught ? 500 : (error.statusCode ?? 500)
     if (status >= 400 && status < 500) {
       return sendPage(reply, messageView(titleOf(status), [error.message], back), status)
     }
-    if (!(error instanceof ApiError))
+    if (!(error instanceof ApiError) || uncaught)
       ctx.log.error({ err: error, url: request.routeOptions.url }, 'dashboard error')
     const unavailable = error instanceof ApiError && error.statusCode === 503
     return sendPage(

@@ -1,5 +1,5 @@
 import { generateSync } from 'otplib'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { cliActor } from '../../src/audit/events.js'
 import { type Harness, harness } from '../helpers.js'
 import { admin, adminEnv } from './admin-client.js'
@@ -139,6 +139,24 @@ describe('two-step sign-in: authenticator codes, recovery codes, policy', () => 
     const throttled = await e.post('/account/sign-in/verify', { code: codes[2] as string })
     expect(throttled.status).toBe(429)
     expect(throttled.headers['retry-after']).toBeDefined()
+  })
+
+  it('answers 500 and logs it when an authenticator secret can no longer be read', async () => {
+    const b = await holder('alice')
+    const { secret } = await enrol(b)
+    // The sealed secret damaged (or its signing key gone): a fault of ours, not the person's.
+    await h.ctx.db
+      .updateTable('factors')
+      .set({ secret: 'v1.damaged' })
+      .where('login', '=', 'alice')
+      .execute()
+    const logged = vi.spyOn(h.ctx.log, 'error')
+    const c = await password1('alice')
+    const res = await c.post('/account/sign-in/verify', { code: codeAt(secret) })
+    expect(res.status).toBe(500)
+    expect(titleOf(res.body)).toBe('Something went wrong')
+    expect(c.cookie).toBeUndefined()
+    expect(logged.mock.calls.map(([, message]) => message)).toEqual(['dashboard error'])
   })
 
   it('holds a member without a factor on enrolment while the account requires one', async () => {
