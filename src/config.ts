@@ -11,6 +11,7 @@ import type { Env } from './config/env.js'
 import { ConfigError } from './config/error.js'
 import { type HttpConfig, httpConfig } from './config/http.js'
 import { flag, integer } from './config/values.js'
+import { type UsageConfig, usageConfig } from './config/usage.js'
 
 export { type Env, readEnv } from './config/env.js'
 export { ConfigError, systemReason } from './config/error.js'
@@ -42,6 +43,8 @@ export interface Config {
   leaks: { keysFile?: string; policy: 'auto' | 'revoke' | 'flag' }
   /** The Prometheus listener (plain HTTP); none when METRICS_PORT is unset. */
   metrics?: { host: string; port: number }
+  /** Metering: retention of the verification counts, credit thresholds. */
+  usage: UsageConfig
 }
 
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
@@ -110,5 +113,6 @@ export function toConfig(env: Env): Config {
     webhookCaFile: env.WEBHOOK_CA_FILE,
     leaks: { keysFile: env.LEAK_REPORT_KEYS, policy: leakPolicy(env.LEAKED_TOKENS) },
     metrics: metricsConfig(env),
+    usage: usageConfig(env),
   }
 }

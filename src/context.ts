@@ -25,7 +25,8 @@ import { TokenCache } from './tokens/cache.js'
 import { Keyring } from './tokens/keyring.js'
 import { LeakService, readLeakKeys } from './tokens/leaks.js'
 import { TokenService } from './tokens/service.js'
-import { UsageCounter } from './tokens/usage.js'
+import { CreditService } from './usage/credits.js'
+import { Meter } from './usage/meter.js'
 import { WebhookDispatcher } from './webhooks/dispatcher.js'
 
 /** Every dependency, built once from config. Tests pass overrides instead of patching globals. */
@@ -62,8 +63,11 @@ export interface AppContext {
   audit: AuditLog
   /** Counters for /metrics (plain numbers; prom-client reads them when scraped). */
   metrics: Metrics
-  /** Last use and hourly validations per token, counted here and written once a minute. */
-  usage: UsageCounter
+  /** Verifications by outcome per account, token and minute, counted here and written once a
+   * minute; last use per token. */
+  usage: Meter
+  /** Credits of tokens and accounts: balances, refills, spending and verifiers' leases. */
+  credits: CreditService
   /** The integrations' outbox, followed: what the event stream serves. */
   events: EventFeed
   /** Delivers the outbox's events to the registered webhook endpoints. */
@@ -168,7 +172,7 @@ function buildServices(
     ready: opened.ready,
     processMetrics: config.metrics !== undefined,
   })
-  const usage = new UsageCounter(db, now ?? Date.now, (err) => {
+  const usage = new Meter(db, now ?? Date.now, (err) => {
     metrics.databaseErrors.usage++
     log.warn({ err: (err as Error).message }, 'token usage not written: kept for the next minute')
   })
@@ -200,6 +204,7 @@ function buildServices(
     audit: new AuditLog((filter) => auditRepo.list(db, filter)),
     metrics,
     usage,
+    credits: new CreditService({ db, catalog, config, log, now: tokens.now }),
     events: new EventFeed(db, log),
     webhooks: new WebhookDispatcher({ db, log, config, now: now ?? Date.now }),
   }

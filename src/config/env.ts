@@ -37,6 +37,10 @@ const names = [
   'WEBHOOK_CA_FILE',
   'METRICS_PORT',
   'METRICS_HOST',
+  'USAGE_MINUTE_RETENTION_DAYS',
+  'USAGE_HOUR_RETENTION_DAYS',
+  'USAGE_DAY_RETENTION_DAYS',
+  'CREDIT_THRESHOLDS',
 ] as const
 
 /** Every environment variable Tessera reads, as given. Nothing below context.ts reads process.env. */

@@ -1,4 +1,4 @@
-import type { Generated } from 'kysely'
+import type { ColumnType, Generated } from 'kysely'
 
 /** Row types. Lists are JSON text and booleans 0/1 integers, the same on SQLite and PostgreSQL. */
 export interface AccountsTable {
@@ -140,10 +140,42 @@ export interface AuditEventsTable {
   details: string | null
 }
 
-export interface TokenUsageTable {
+type Count = number | string | bigint
+
+/** Verifications by outcome in one bucket (migration 0013): usage_minutes, _hours, _days. */
+export interface UsageTable {
+  account: string
+  at: string
   token_id: string
-  hour: string
-  count: number | string | bigint
+  valid: ColumnType<Count, Count | undefined, Count>
+  malformed: ColumnType<Count, Count | undefined, Count>
+  invalid: ColumnType<Count, Count | undefined, Count>
+  expired: ColumnType<Count, Count | undefined, Count>
+  revoked: ColumnType<Count, Count | undefined, Count>
+  rate_limited: ColumnType<Count, Count | undefined, Count>
+  url_not_allowed: ColumnType<Count, Count | undefined, Count>
+  ip_not_allowed: ColumnType<Count, Count | undefined, Count>
+  scope_missing: ColumnType<Count, Count | undefined, Count>
+  credits_exhausted: ColumnType<Count, Count | undefined, Count>
+}
+
+export interface UsageReportsTable {
+  reporter: string
+  batch: string
+  received: string
+}
+
+export interface CreditsTable {
+  account: string
+  token_id: string
+  remaining: Count
+  balance: Count
+  refill_interval: string | null
+  refill_amount: Count | null
+  refill_day: number | null
+  period: string
+  notified: ColumnType<number, number | undefined, number>
+  changed: string
 }
 
 export interface TokenLastUsedTable {
@@ -276,7 +308,11 @@ export interface Database {
   setup_links: SetupLinksTable
   sessions: SessionsTable
   audit_events: AuditEventsTable
-  token_usage: TokenUsageTable
+  usage_minutes: UsageTable
+  usage_hours: UsageTable
+  usage_days: UsageTable
+  usage_reports: UsageReportsTable
+  credits: CreditsTable
   token_last_used: TokenLastUsedTable
   event_outbox: EventOutboxTable
   webhook_endpoints: WebhookEndpointsTable

@@ -17,7 +17,7 @@ import { browsePage, type ListQuery, listPage } from './listing.js'
 import type { Principal } from './principal.js'
 import { type NewTokenFields, TokenRecords } from './records.js'
 import { removeToken, rollToken, sweepRetired, type TokenChange, updateToken } from './updates.js'
-import type { UsageCounter } from './usage.js'
+import type { Meter } from '../usage/meter.js'
 import { type AccountLookup, TokenValidator, type Validation } from './validator.js'
 
 export type { ListQuery, TemporaryInput, TemporaryResult, TokenFields, TokenView }
@@ -32,7 +32,7 @@ export interface TokenServiceDeps {
   /** Accounts as validation sees them (gone, disabled): the AccountDirectory. */
   directory: AccountLookup & { invalidate(username: string): void }
   /** Counts validations per token (last used, hourly usage). */
-  usage?: UsageCounter
+  usage?: Meter
   /** Where the group commits of creates are counted (/metrics). */
   groupCommits?: GroupCommitStats
 }

@@ -6,7 +6,7 @@ import { tokenIdPattern } from './ids.js'
 import type { Keyring } from './keyring.js'
 import type { Principal } from './principal.js'
 import { ipMatcher } from './rules.js'
-import type { UsageCounter } from './usage.js'
+import type { Meter } from '../usage/meter.js'
 
 export type ValidationCode =
   | 'TokenValid'
@@ -48,7 +48,7 @@ export class TokenValidator {
     private readonly cache: TokenCache,
     private readonly now: () => number,
     private readonly accounts: AccountLookup,
-    private readonly usage?: UsageCounter,
+    private readonly usage?: Meter,
   ) {}
 
   /** A token record from the database, kept in the cache unless it changed meanwhile. */

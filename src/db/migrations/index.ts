@@ -11,6 +11,7 @@ import * as retiringIndex from './0009-retiring-index.js'
 import * as emailProof from './0010-email-proof.js'
 import * as rollLineage from './0011-roll-lineage.js'
 import * as sessionProof from './0012-session-proof.js'
+import * as metering from './0013-metering.js'
 
 /** Registered explicitly (no globbing) so that they survive bundling. Append only. */
 const migrations: Record<string, Migration> = {
@@ -26,6 +27,7 @@ const migrations: Record<string, Migration> = {
   '0010-email-proof': emailProof,
   '0011-roll-lineage': rollLineage,
   '0012-session-proof': sessionProof,
+  '0013-metering': metering,
 }
 
 export const migrationProvider: MigrationProvider = {

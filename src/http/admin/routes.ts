@@ -3,12 +3,14 @@ import type { AppContext } from '../../context.js'
 import { ApiError } from '../../errors.js'
 import { accountRoutes } from './accounts.js'
 import { auditRoutes } from './audit.js'
+import { creditsRoutes } from './credits.js'
 import { eventRoutes } from './events.js'
 import { introspectRoutes } from './introspect.js'
 import { leakAdminRoutes } from './leaks.js'
 import { memberRoutes } from './members.js'
 import { adminTag, securitySchemes } from './schemas.js'
 import { accountTokenRoutes } from './tokens.js'
+import { usageRoutes } from './usage.js'
 import { webhookRoutes } from './webhooks.js'
 
 /** What the OpenAPI document says of the admin API as a whole. */
@@ -48,6 +50,8 @@ export function adminRoutes(app: FastifyInstance, ctx: AppContext): void {
       webhookRoutes(admin, ctx)
       memberRoutes(admin, ctx)
       leakAdminRoutes(admin, ctx)
+      usageRoutes(admin, ctx)
+      creditsRoutes(admin, ctx)
     },
     { prefix: '/admin/v1' },
   )

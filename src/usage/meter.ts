@@ -13,7 +13,7 @@ const hourOf = (ms: number) => new Date(ms).toISOString().slice(0, 13)
  * written once a minute: one upsert per token and hour, so at most one write per token per
  * minute per instance. On PostgreSQL the upserts add up the counts of every instance.
  */
-export class UsageCounter {
+export class Meter {
   private counts = new Map<string, number>()
   private windowStart = 0
   private windowEnd = 0

@@ -1,0 +1,28 @@
+import { ConfigError } from './error.js'
+import { integer } from './values.js'
+
+export interface UsageConfig {
+  /** Days each resolution of the verification counts is kept (minutes, hours, days). */
+  retentionDays: { minute: number; hour: number; day: number }
+  /** Shares of a credit balance spent (percent, ascending) that send `credits.threshold`. */
+  creditThresholds: number[]
+}
+
+function thresholds(value: string | undefined): number[] {
+  if (value === undefined) return [80, 100]
+  if (value.trim() === '') return []
+  const shares = value.split(',').map((part) => part.trim())
+  if (!shares.every((s) => /^\d+$/.test(s) && Number(s) >= 1 && Number(s) <= 100)) {
+    throw new ConfigError(
+      `CREDIT_THRESHOLDS must be percentages from 1 to 100, comma-separated, got "${value}"`,
+    )
+  }
+  return [...new Set(shares.map(Number))].sort((a, b) => a - b)
+}
+
+export function usageConfig(env: Record<string, string | undefined>): UsageConfig {
+  const minute = integer('USAGE_MINUTE_RETENTION_DAYS', env.USAGE_MINUTE_RETENTION_DAYS, 7, 1, 366)
+  const hour = integer('USAGE_HOUR_RETENTION_DAYS', env.USAGE_HOUR_RETENTION_DAYS, 90, 1, 3660)
+  const day = integer('USAGE_DAY_RETENTION_DAYS', env.USAGE_DAY_RETENTION_DAYS, 1095, 1, 36_500)
+  return { retentionDays: { minute, hour, day }, creditThresholds: thresholds(env.CREDIT_THRESHOLDS) }
+}
