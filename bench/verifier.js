@@ -1,7 +1,9 @@
 // The verifier scenario of `npm run bench` (alone: BENCH_ONLY=verifier npm run bench):
 // @tessera/verifier in this process against the benchmark's Tessera. Prints the cost of a first
 // verification (one introspection over TLS) and verifications per second from the cache on one
-// core (this process's main thread), for three kinds of request.
+// core (this process's main thread), for three kinds of request, with counting on (the default:
+// every decision counted by outcome, reported every 10 s), and the fresh-string kind again with
+// counting off (`reportEveryMs: 0`) beside it: what counting costs.
 import { execFile } from 'node:child_process'
 import path from 'node:path'
 import { promisify } from 'node:util'
@@ -62,8 +64,10 @@ export async function benchVerifier({ base, ca, adminKey, api }) {
   for (let i = 0; i < firstSamples + 1; i++) fresh.push(await make({ scopes: ['styles:read'] }))
 
   const verifier = createVerifier({ url: base, adminKey, ca })
+  const uncounted = createVerifier({ url: base, adminKey, ca, reportEveryMs: 0 })
   try {
     await verifier.ready()
+    await uncounted.ready()
     const check = { scope: 'styles:read' }
     const checkUrl = { scope: 'styles:read', origin }
     // First verifications: one introspection each (the first also opens its TLS connection).
@@ -78,7 +82,9 @@ export async function benchVerifier({ base, ca, adminKey, api }) {
     }
     for (const t of plain) await verifier.verify(t, check)
     for (const t of restricted) await verifier.verify(t, checkUrl)
+    for (const t of plain) await uncounted.verify(t, check)
     if (verifier.stats().entries < 2 * poolSize) throw new Error('verifier bench: not cached')
+    if (uncounted.stats().entries < poolSize) throw new Error('verifier bench: not cached')
 
     // From the cache: verifyCached, synchronous. `fresh strings` makes a new string per call
     // (as reading a header does), so its hash is computed each time.
@@ -94,6 +100,9 @@ export async function benchVerifier({ base, ca, adminKey, api }) {
       },
       'scope check, fresh token string': (i) => {
         if (!verifier.verifyCached(bytes[i & mask].toString('latin1'), check)?.valid) refused++
+      },
+      'scope check, fresh token string, counting off': (i) => {
+        if (!uncounted.verifyCached(bytes[i & mask].toString('latin1'), check)?.valid) refused++
       },
     }
     for (const step of Object.values(kinds)) for (let i = 0; i < 2_000_000; i++) step(i)
@@ -114,6 +123,10 @@ export async function benchVerifier({ base, ca, adminKey, api }) {
       p99Ms: quantile(firstMs, 0.99),
       samples: firstMs.length,
     }
+    const counting = verifier.stats()
+    if (counting.pendingRows + counting.batchesSent === 0) {
+      throw new Error('verifier bench: nothing counted')
+    }
     const fmt = (n, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d })
     const lines = [
       '',
@@ -129,6 +142,6 @@ export async function benchVerifier({ base, ca, adminKey, api }) {
     process.stdout.write(`${lines.join('\n')}\n`)
     return { kind: 'verifier', seconds, rounds, pool: poolSize, table, first }
   } finally {
-    verifier.close()
+    await Promise.all([verifier.close(), uncounted.close()])
   }
 }

@@ -10,8 +10,8 @@ import {
 import type { Env } from './config/env.js'
 import { ConfigError } from './config/error.js'
 import { type HttpConfig, httpConfig } from './config/http.js'
-import { flag, integer } from './config/values.js'
 import { type UsageConfig, usageConfig } from './config/usage.js'
+import { flag, integer } from './config/values.js'
 
 export { type Env, readEnv } from './config/env.js'
 export { ConfigError, systemReason } from './config/error.js'

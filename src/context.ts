@@ -12,6 +12,7 @@ import { type OpenDatabase, openDatabase } from './db/open.js'
 import { outboxRepo } from './db/outbox.js'
 import { webhookRepo } from './db/webhooks.js'
 import { EventFeed } from './events/feed.js'
+import { startJobs } from './jobs.js'
 import { Metrics } from './metrics/metrics.js'
 import { FactorService } from './people/factors.js'
 import { MemberService } from './people/members.js'
@@ -76,7 +77,7 @@ export interface AppContext {
   startBackground(): void
   /**
    * Removes audit events past AUDIT_RETENTION_DAYS, outbox events past EVENT_RETENTION_HOURS and
-   * usage past 30 days; what the job runs.
+   * usage past USAGE_*_RETENTION_DAYS; what the job runs.
    */
   prune(): Promise<number>
   close(): Promise<void>
@@ -112,9 +113,6 @@ function keyFile(dataDir: string): Keyring {
     throw new ConfigError(`the signing key file in ${dataDir} cannot be used: ${systemReason(err)}`)
   }
 }
-
-/** Retention is enforced hourly (and once shortly after start). */
-const pruneEveryMs = 3_600_000
 
 /** LEAK_REPORT_KEYS, read at start: a file that cannot be used stops start-up in one line. */
 function leakKeysOf(config: Config): Map<string, string> | undefined {
@@ -172,11 +170,15 @@ function buildServices(
     ready: opened.ready,
     processMetrics: config.metrics !== undefined,
   })
-  const usage = new Meter(db, now ?? Date.now, (err) => {
+  const usage = new Meter(db, now ?? Date.now, config.usage.retentionDays, (err) => {
     metrics.databaseErrors.usage++
-    log.warn({ err: (err as Error).message }, 'token usage not written: kept for the next minute')
+    log.warn({ err: (err as Error).message }, 'usage counts not written: kept for the next minute')
   })
-  const { groupCommits } = metrics
+  usage.onDrop = (minute, keys) => {
+    metrics.usageDropped.minutes++
+    metrics.usageDropped.keys += keys
+    log.warn({ minute: isoTime(minute), keys }, 'usage counts dropped: too many minutes unwritten')
+  }
   const tokens = new TokenService({
     db,
     keyring,
@@ -185,8 +187,7 @@ function buildServices(
     changes,
     now,
     directory,
-    usage,
-    groupCommits,
+    groupCommits: metrics.groupCommits,
   })
   const accounts = new AccountService(db, catalog, tokens)
   return {
@@ -235,6 +236,7 @@ export async function createContext(
     const eventCutoff = isoTime(now() - config.eventRetentionHours * 3_600_000)
     await outboxRepo.prune(db, eventCutoff, await webhookRepo.lowestCursor(db))
     await usage.prune()
+    await services.credits.prune()
     await members.prune()
     await factors.prune()
     return removed
@@ -265,34 +267,10 @@ export async function createContext(
       events.close()
       await webhooks.stop()
       if (opened.ready()) await usage.stop().catch(() => {})
+      else log.warn('database not ready: the usage counts not yet written are dropped')
       await followed.changes.close()
       await rateLimiter.close()
       await db.destroy()
     },
   }
-}
-
-/** Pruning hourly (and once shortly after start), and the sweep of rolled tokens past their end. */
-function startJobs(
-  log: Logger,
-  ready: () => boolean,
-  prune: () => Promise<number>,
-  sweep: () => Promise<number>,
-): NodeJS.Timeout[] {
-  const run = () => {
-    if (!ready()) return
-    prune().catch((err) =>
-      log.warn({ err: (err as Error).message }, 'audit and usage pruning failed'),
-    )
-  }
-  const pruneTimer = setInterval(run, pruneEveryMs)
-  pruneTimer.unref()
-  // Rolled tokens past their end: refused already, gone from lists within half a minute.
-  const sweepTimer = setInterval(() => {
-    if (!ready()) return
-    sweep().catch((err) => log.warn({ err: (err as Error).message }, 'rolled token sweep failed'))
-  }, 30_000)
-  sweepTimer.unref()
-  setTimeout(run, 10_000).unref()
-  return [pruneTimer, sweepTimer]
 }

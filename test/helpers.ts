@@ -29,7 +29,12 @@ export interface Harness {
 
 export const T0 = Date.parse('2026-11-22T12:00:00.000Z')
 
-export async function harness(env: Env = {}): Promise<Harness> {
+/** `accountsCreated`: when alice and bob were created (T0 unless given: usage history before
+ * an account's creation is not its own). */
+export async function harness(
+  env: Env = {},
+  { accountsCreated = T0 }: { accountsCreated?: number } = {},
+): Promise<Harness> {
   const dir = mkdtempSync(path.join(tmpdir(), 'tessera-test-'))
   const clock = { now: T0 }
   const storage = dialectEnv()
@@ -47,8 +52,10 @@ export async function harness(env: Env = {}): Promise<Harness> {
   })
   const app = buildApp(ctx)
   await app.ready()
+  clock.now = accountsCreated
   const alice = await ctx.accounts.create('alice', undefined, [], cliActor)
   const bob = await ctx.accounts.create('bob', undefined, [], cliActor)
+  clock.now = T0
   return {
     ctx,
     app,

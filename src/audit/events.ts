@@ -65,6 +65,8 @@ export const auditActions = [
   'admin_key.revoked',
   'webhook.created',
   'webhook.deleted',
+  'credits.changed',
+  'credits.threshold',
 ] as const
 export type AuditAction = (typeof auditActions)[number]
 

@@ -28,6 +28,10 @@ export interface Args {
     start?: string
     role?: string
     expires?: string
+    token?: string
+    refill?: string
+    amount?: string
+    day?: string
   }
 }
 

@@ -16,6 +16,7 @@ import {
   record,
   tokenCommand,
 } from './commands.js'
+import { creditsCommand } from './credits.js'
 import { memberCommand } from './members.js'
 import { webhookCommand } from './webhooks.js'
 
@@ -28,6 +29,12 @@ const usage = `usage: tessera <command>
   token roll <username> <token id> [--expires T]
                                               a new token in its place; the old string works
                                               until T (at most 24 hours ahead), else stops now
+  credits show <username> [--token ID]        the credits of the account (or one of its tokens)
+  credits set <username> <remaining> [--token ID] [--refill daily|monthly|none]
+              [--amount N] [--day D]          a new balance from now; a refill sets it to N
+                                              at 00:00 UTC (monthly: on day D, 1-28, default 1)
+  credits increment|decrement <username> <n> [--token ID]
+  credits remove <username> [--token ID]      no longer metered
   member list <account>                       the people of an account, with their roles
   member add <account> <email> [--role R]     a one-time invitation link (7 days; role owner,
                                               developer (the default) or viewer)
@@ -75,6 +82,10 @@ const parse = (argv: string[]) =>
       start: { type: 'string' },
       role: { type: 'string' },
       expires: { type: 'string' },
+      token: { type: 'string' },
+      refill: { type: 'string' },
+      amount: { type: 'string' },
+      day: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   })
@@ -87,6 +98,7 @@ const groups = new Map<string, Group>([
   ['member', memberCommand],
   ['account', accountCommand],
   ['token', tokenCommand],
+  ['credits', creditsCommand],
 ])
 
 async function run(argv: string[]): Promise<void> {

@@ -24,5 +24,8 @@ export function usageConfig(env: Record<string, string | undefined>): UsageConfi
   const minute = integer('USAGE_MINUTE_RETENTION_DAYS', env.USAGE_MINUTE_RETENTION_DAYS, 7, 1, 366)
   const hour = integer('USAGE_HOUR_RETENTION_DAYS', env.USAGE_HOUR_RETENTION_DAYS, 90, 1, 3660)
   const day = integer('USAGE_DAY_RETENTION_DAYS', env.USAGE_DAY_RETENTION_DAYS, 1095, 1, 36_500)
-  return { retentionDays: { minute, hour, day }, creditThresholds: thresholds(env.CREDIT_THRESHOLDS) }
+  return {
+    retentionDays: { minute, hour, day },
+    creditThresholds: thresholds(env.CREDIT_THRESHOLDS),
+  }
 }

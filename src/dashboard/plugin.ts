@@ -17,6 +17,7 @@ import { signInPages } from './pages/sign-in.js'
 import { ssoPages } from './pages/sso.js'
 import { temporaryPages } from './pages/temporary.js'
 import { tokenPages } from './pages/tokens.js'
+import { usagePages } from './pages/usage.js'
 import { form, sendPage } from './reply.js'
 import {
   checkCsrf,
@@ -102,6 +103,7 @@ export async function dashboard(app: FastifyInstance, { ctx }: { ctx: AppContext
   const deps = { ctx, throttle, sso, ssoFlows }
   signInPages(app, deps)
   tokenPages(app, deps)
+  usagePages(app, deps)
   temporaryPages(app, deps)
   accountPages(app, deps)
   activityPages(app, deps)

@@ -1,4 +1,18 @@
-import type { ColumnType, Generated } from 'kysely'
+import type { Generated } from 'kysely'
+
+export type {
+  CreditLeasesTable,
+  CreditsTable,
+  UsageReportsTable,
+  UsageTable,
+} from './schema-usage.js'
+
+import type {
+  CreditLeasesTable,
+  CreditsTable,
+  UsageReportsTable,
+  UsageTable,
+} from './schema-usage.js'
 
 /** Row types. Lists are JSON text and booleans 0/1 integers, the same on SQLite and PostgreSQL. */
 export interface AccountsTable {
@@ -140,44 +154,6 @@ export interface AuditEventsTable {
   details: string | null
 }
 
-type Count = number | string | bigint
-
-/** Verifications by outcome in one bucket (migration 0013): usage_minutes, _hours, _days. */
-export interface UsageTable {
-  account: string
-  at: string
-  token_id: string
-  valid: ColumnType<Count, Count | undefined, Count>
-  malformed: ColumnType<Count, Count | undefined, Count>
-  invalid: ColumnType<Count, Count | undefined, Count>
-  expired: ColumnType<Count, Count | undefined, Count>
-  revoked: ColumnType<Count, Count | undefined, Count>
-  rate_limited: ColumnType<Count, Count | undefined, Count>
-  url_not_allowed: ColumnType<Count, Count | undefined, Count>
-  ip_not_allowed: ColumnType<Count, Count | undefined, Count>
-  scope_missing: ColumnType<Count, Count | undefined, Count>
-  credits_exhausted: ColumnType<Count, Count | undefined, Count>
-}
-
-export interface UsageReportsTable {
-  reporter: string
-  batch: string
-  received: string
-}
-
-export interface CreditsTable {
-  account: string
-  token_id: string
-  remaining: Count
-  balance: Count
-  refill_interval: string | null
-  refill_amount: Count | null
-  refill_day: number | null
-  period: string
-  notified: ColumnType<number, number | undefined, number>
-  changed: string
-}
-
 export interface TokenLastUsedTable {
   token_id: string
   at: string
@@ -313,6 +289,7 @@ export interface Database {
   usage_days: UsageTable
   usage_reports: UsageReportsTable
   credits: CreditsTable
+  credit_leases: CreditLeasesTable
   token_last_used: TokenLastUsedTable
   event_outbox: EventOutboxTable
   webhook_endpoints: WebhookEndpointsTable

@@ -5,6 +5,7 @@ import { ApiError } from '../errors.js'
 import { intervalS, type RateLimitResult } from '../ratelimit/limiter.js'
 import { type Principal, rateKeyOf } from '../tokens/principal.js'
 import type { Validation } from '../tokens/validator.js'
+import { outcomeIndex } from '../usage/outcomes.js'
 import { refusal, type Valid } from './ahead/admission.js'
 import { handedOver } from './ahead/handover.js'
 
@@ -43,9 +44,11 @@ export function rateLimit(
   enforce = true,
 ): void | Promise<void> {
   const now = ctx.tokens.now()
-  return andThen(ctx.rateLimiter.hit(key, now), (result) =>
-    applyLimit(ctx, reply, result, now, enforce),
-  )
+  const result = ctx.rateLimiter.hit(key, now)
+  // No closure when the limiter answers at once (the memory limiter, Redis's warm path).
+  return result instanceof Promise
+    ? result.then((r) => applyLimit(ctx, reply, r, now, enforce))
+    : applyLimit(ctx, reply, result, now, enforce)
 }
 
 const intervalText = String(intervalS)
@@ -86,6 +89,29 @@ function applyLimit(
   throw new ApiError('tooManyRequests')
 }
 
+/**
+ * `rateLimit` on a valid token's account, metering the request rate_limited when it refuses it
+ * with 429; the caller meters any other answer, so that a request counts once.
+ */
+export function meteredLimit(ctx: AppContext, sink: HeaderSink, validation: Valid) {
+  let limited: void | Promise<void>
+  try {
+    limited = rateLimit(ctx, sink, rateKeyOf(validation.principal))
+  } catch (err) {
+    return limitRefused(ctx, validation, err)
+  }
+  // Allowed at once (the common path): nothing made but the result.
+  if (limited === undefined) return
+  return limited.catch((err: unknown) => limitRefused(ctx, validation, err))
+}
+
+function limitRefused(ctx: AppContext, validation: Valid, err: unknown): never {
+  if (err instanceof ApiError && err.kind === 'tooManyRequests') {
+    ctx.usage.countValidation(validation, outcomeIndex.rate_limited)
+  }
+  throw err
+}
+
 export const accessToken = (request: FastifyRequest): string | undefined => {
   const value = (request.query as { access_token?: unknown }).access_token
   return typeof value === 'string' && value !== '' ? value : undefined
@@ -120,7 +146,12 @@ export function guard(ctx: AppContext) {
   }
 }
 
-/** The guard's checks on a token's validation, in the contract's order (see `guard`). */
+/**
+ * The guard's checks on a token's validation, in the contract's order (see `guard`). Metered
+ * once a request with a token: its code's outcome when not valid; a valid token refused for its
+ * address ip_not_allowed, with 429 rate_limited, for another account or a scope it lacks
+ * scope_missing, else valid.
+ */
 function admit(
   ctx: AppContext,
   request: FastifyRequest,
@@ -132,14 +163,20 @@ function admit(
   const scope = request.routeOptions.config.scope as string
   const refused = refusal(validation, username, scope, request.ip)
   if (refused === 'unauthorized') {
+    if (validation !== undefined) {
+      const valid = validation.code === 'TokenValid'
+      ctx.usage.countValidation(validation, valid ? outcomeIndex.ip_not_allowed : undefined)
+    }
     return andThen(rateLimit(ctx, reply, `ip:${request.ip}`, false), () => {
       throw new ApiError('unauthorized')
     })
   }
   // Any other refusal, or none, comes of a valid token.
-  const { principal } = validation as Valid
-  return andThen(rateLimit(ctx, reply, rateKeyOf(principal)), () =>
-    andThen(ctx.accounts.find(username), (account) => {
+  const valid = validation as Valid
+  const { principal } = valid
+  return andThen(meteredLimit(ctx, reply, valid), () => {
+    ctx.usage.countValidation(valid, refused === undefined ? undefined : outcomeIndex.scope_missing)
+    return andThen(ctx.accounts.find(username), (account) => {
       if (account === undefined) throw new ApiError('noSuchUser')
       if (refused === 'otherAccount') {
         throw new ApiError('notFound', 'the token belongs to another account')
@@ -147,6 +184,6 @@ function admit(
       if (refused === 'lacksScope') throw new ApiError('notFound', `the token lacks ${scope}`)
       request.principal = principal
       request.account = account
-    }),
-  )
+    })
+  })
 }

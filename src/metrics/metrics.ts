@@ -72,6 +72,8 @@ export class Metrics {
   readonly rateLimit = { allowed: 0, limited: 0 }
   /** By where they were seen: a request answered 503, a usage flush that failed. */
   readonly databaseErrors = { request: 0, usage: 0 }
+  /** Minutes of usage counts dropped unwritten (the database unreachable for too long). */
+  readonly usageDropped = { minutes: 0, keys: 0 }
   /** The group commits of this context's Batchers: each batch's size, failed writes. */
   readonly groupCommits = { sizes: new Buckets([1, 2, 5, 10, 20, 50, 100, 200, 500]), failures: 0 }
 
@@ -147,6 +149,15 @@ export class Metrics {
         [{ where: 'request' }, this.databaseErrors.request],
         [{ where: 'group_commit' }, this.groupCommits.failures],
         [{ where: 'usage' }, this.databaseErrors.usage],
+      ],
+    )
+    counter(
+      'tessera_usage_dropped_total',
+      'Usage counts dropped unwritten after too many minutes without the database, by what',
+      ['what'],
+      () => [
+        [{ what: 'minutes' }, this.usageDropped.minutes],
+        [{ what: 'keys' }, this.usageDropped.keys],
       ],
     )
     new PlainHistogram(

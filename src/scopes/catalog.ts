@@ -10,6 +10,17 @@ export interface Scope {
 
 interface Grant {
   scopes: string[]
+  credits?: PlanCredits
+}
+
+/**
+ * A plan's default credits (`plans.<name>.credits`): what an account on the plan without credits
+ * of its own starts with, and its refill (daily, or monthly on `day` 1-28, at 00:00 UTC).
+ */
+export interface PlanCredits {
+  amount: number
+  refill?: 'daily' | 'monthly'
+  day?: number
 }
 
 /** Scope ids travel in token payloads; this alphabet keeps their base64 free of `-` and `_`. */
@@ -70,6 +81,13 @@ export class ScopeCatalog {
   }
 
   hasPlan = (plan: string) => this.plans.has(plan)
+  /** The plan's default credits, if it carries any. */
+  planCredits = (plan: string) => this.plans.get(plan)?.credits
+  /** Whether any plan carries credits: when none does, an account's plan need not be read. */
+  get plansCarryCredits(): boolean {
+    for (const grant of this.plans.values()) if (grant.credits !== undefined) return true
+    return false
+  }
   hasFeature = (feature: string) => this.features.has(feature)
   get = (id: string) => this.scopes.get(id)
 
@@ -98,10 +116,40 @@ export class ScopeCatalog {
           throw bad(`${what}.${name} names an unknown scope: ${String(id)}`)
         }
       }
-      out.set(name, { scopes: scopes as string[] })
+      const credits = what === 'plans' ? planCredits(grant.credits, name, bad) : undefined
+      out.set(name, { scopes: scopes as string[], ...(credits === undefined ? {} : { credits }) })
     }
     return out
   }
+}
+
+const maxCredits = Number.MAX_SAFE_INTEGER
+
+function planCredits(
+  value: unknown,
+  plan: string,
+  bad: (why: string) => Error,
+): PlanCredits | undefined {
+  if (value === undefined) return undefined
+  const at = `plans.${plan}.credits`
+  if (!isRecord(value)) throw bad(`${at} must be { amount, refill?, day? }`)
+  const { amount, refill, day } = value
+  if (!Number.isSafeInteger(amount) || (amount as number) < 0 || (amount as number) > maxCredits) {
+    throw bad(`${at}.amount must be a whole number of 0 or more`)
+  }
+  if (refill !== undefined && refill !== 'daily' && refill !== 'monthly') {
+    throw bad(`${at}.refill must be daily or monthly`)
+  }
+  if (
+    day !== undefined &&
+    (refill !== 'monthly' || !Number.isInteger(day) || (day as number) < 1 || (day as number) > 28)
+  ) {
+    throw bad(`${at}.day must be 1 to 28, with a monthly refill`)
+  }
+  const credits: PlanCredits = { amount: amount as number }
+  if (refill !== undefined) credits.refill = refill
+  if (refill === 'monthly') credits.day = (day as number | undefined) ?? 1
+  return credits
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

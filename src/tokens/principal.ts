@@ -13,6 +13,8 @@ export interface Principal {
   allowedIps?: (ip: string) => boolean
   /** The account's rate-limit key (`user:<username>`), built once per principal. */
   rateKey?: string
+  /** The usage meter's key of (account, token id), built once per principal (usage/meter). */
+  meterKey?: string
 }
 
 /** The rate-limit key of the account a principal acts for. */

@@ -17,7 +17,6 @@ import { browsePage, type ListQuery, listPage } from './listing.js'
 import type { Principal } from './principal.js'
 import { type NewTokenFields, TokenRecords } from './records.js'
 import { removeToken, rollToken, sweepRetired, type TokenChange, updateToken } from './updates.js'
-import type { Meter } from '../usage/meter.js'
 import { type AccountLookup, TokenValidator, type Validation } from './validator.js'
 
 export type { ListQuery, TemporaryInput, TemporaryResult, TokenFields, TokenView }
@@ -31,8 +30,6 @@ export interface TokenServiceDeps {
   now?: () => number
   /** Accounts as validation sees them (gone, disabled): the AccountDirectory. */
   directory: AccountLookup & { invalidate(username: string): void }
-  /** Counts validations per token (last used, hourly usage). */
-  usage?: Meter
   /** Where the group commits of creates are counted (/metrics). */
   groupCommits?: GroupCommitStats
 }
@@ -56,7 +53,7 @@ export class TokenService {
     this.records = new TokenRecords(db, keyring, deps.catalog, cache, changes, this.now)
     this.creation = new TokenCreation(this.records, deps.groupCommits)
     this.directory = deps.directory
-    this.validator = new TokenValidator(db, keyring, cache, this.now, this.directory, deps.usage)
+    this.validator = new TokenValidator(db, keyring, cache, this.now, this.directory)
   }
 
   /** Tells every instance that these tokens changed, within a caller's transaction. */

@@ -6,7 +6,6 @@ import { tokenIdPattern } from './ids.js'
 import type { Keyring } from './keyring.js'
 import type { Principal } from './principal.js'
 import { ipMatcher } from './rules.js'
-import type { Meter } from '../usage/meter.js'
 
 export type ValidationCode =
   | 'TokenValid'
@@ -48,7 +47,6 @@ export class TokenValidator {
     private readonly cache: TokenCache,
     private readonly now: () => number,
     private readonly accounts: AccountLookup,
-    private readonly usage?: Meter,
   ) {}
 
   /** A token record from the database, kept in the cache unless it changed meanwhile. */
@@ -92,8 +90,8 @@ export class TokenValidator {
   }
 
   /**
-   * What `validate` would answer for a valid pk or sk now, without counting the token's usage
-   * or the cache's lookups and without waiting: for a fast path deciding whether to take a
+   * What `validate` would answer for a valid pk or sk now, without counting the cache's lookups
+   * and without waiting: for a fast path deciding whether to take a
    * request, which validates it once it does. Undefined when `validate` would have to verify
    * the string (not seen yet) or read the database, for a tk, and for a token not valid.
    */
@@ -111,7 +109,7 @@ export class TokenValidator {
       return undefined
     }
     const account = this.accounts.peek(record.username)
-    const validation = account && this.ofAccount(parsed, record, account, false)
+    const validation = account && this.ofAccount(parsed, record, account)
     return validation?.code === 'TokenValid' ? validation : undefined
   }
 
@@ -129,7 +127,14 @@ export class TokenValidator {
     }
     let principal = this.principals.get(parsed)
     if (principal === undefined) {
-      principal = { usage: 'tk', username: u, scopes: new Set(scopes), exp, rateKey: `user:${u}` }
+      principal = {
+        usage: 'tk',
+        username: u,
+        scopes: new Set(scopes),
+        exp,
+        rateKey: `user:${u}`,
+        meterKey: `${u} `,
+      }
       this.principals.set(parsed, principal)
     }
     return { code: 'TokenValid', parsed, principal }
@@ -149,19 +154,15 @@ export class TokenValidator {
     }
     const account = this.accounts.find(record.username)
     return account instanceof Promise
-      ? account.then((a) => this.ofAccount(parsed, record, a, true))
-      : this.ofAccount(parsed, record, account, true)
+      ? account.then((a) => this.ofAccount(parsed, record, a))
+      : this.ofAccount(parsed, record, account)
   }
 
-  /**
-   * ... and while its account exists, is enabled, and is the one the token was made in. A valid
-   * token's usage is counted unless `counted` is false (peek).
-   */
+  /** ... and while its account exists, is enabled, and is the one the token was made in. */
   private ofAccount(
     parsed: ParsedToken,
     record: TokenRecord,
     account: AccountRecord | undefined,
-    counted: boolean,
   ): Validation {
     if (
       account === undefined ||
@@ -171,7 +172,6 @@ export class TokenValidator {
     ) {
       return { code: 'TokenRevoked', parsed }
     }
-    if (counted) this.usage?.hit(record.id)
     return { code: 'TokenValid', parsed, principal: this.principalOf(record) }
   }
 
@@ -195,6 +195,7 @@ export class TokenValidator {
         scopes: new Set(scopes),
         tokenId: id,
         rateKey: `user:${username}`,
+        meterKey: `${username} ${id}`,
       }
       if (allowedIps != null) principal.allowedIps = ipMatcher(allowedIps)
       this.principals.set(record, principal)

@@ -1,55 +1,142 @@
 import type { Db } from '../db/database.js'
 import { type TokenActivity, usageRepo } from '../db/usage.js'
+import { type Resolution, usageReads } from '../db/usage-reads.js'
+import type { Validation } from '../tokens/validator.js'
+import { keyOf, meterKey, outcomeOfCode, rowsOf } from './attribution.js'
+import {
+  addCounts,
+  type Bucket,
+  bucketKey,
+  countsOf,
+  outcomesOf,
+  partsOf,
+  type SeriesQuery,
+  startOf,
+  type UsageRange,
+  type UsageRow,
+} from './buckets.js'
+import { type OutcomeCounts, outcomes } from './outcomes.js'
+
+export type { Bucket, Resolution, SeriesQuery, TokenActivity, UsageRange, UsageRow }
 
 const minuteMs = 60_000
-const hourMs = 60 * minuteMs
+const dayMs = 86_400_000
+/** Days of hourly counts `activity` answers (the token page's chart). */
 export const usageDays = 30
 
-const hourOf = (ms: number) => new Date(ms).toISOString().slice(0, 13)
+interface Window {
+  minute: number
+  counts: Map<string, number[]>
+}
 
 /**
- * When each token was last validated and how often per hour, counted in memory on the hot path
- * (a clock read and one Map update per validation) in windows of one calendar minute, and
- * written once a minute: one upsert per token and hour, so at most one write per token per
- * minute per instance. On PostgreSQL the upserts add up the counts of every instance.
+ * Verifications by outcome per (account, token id, minute), counted in memory on the hot path
+ * (a clock read and one Map update) in windows of one calendar minute, and written once a
+ * minute: the minute rows, and the same counts added to the hour and day rows, in one
+ * transaction (docs/metering.md). Upserts that add: every instance's counts sum up.
  */
 export class Meter {
-  private counts = new Map<string, number>()
+  private counts = new Map<string, number[]>()
   private windowStart = 0
   private windowEnd = 0
-  /** Closed windows not written yet. */
-  private pending: { minute: number; counts: Map<string, number> }[] = []
+  /** Closed windows not written yet, oldest first, and their keys. */
+  private pending: Window[] = []
+  private pendingKeys = 0
   private timer: NodeJS.Timeout | undefined
+  private stopped = false
   private flushing: Promise<void> = Promise.resolve()
+  /** The most `pending` holds (a database away for two hours); past it the oldest go. */
+  maxPending = { windows: 120, keys: 1_000_000 }
+  /** Windows (and their keys) dropped unwritten past `maxPending`, since start. */
+  readonly dropped = { windows: 0, keys: 0 }
 
   constructor(
     private readonly db: Db,
     private readonly now: () => number,
+    /** Days each resolution is kept (config.usage.retentionDays). */
+    readonly retentionDays: { minute: number; hour: number; day: number },
+    /** A flush with windows not written (once a flush, the first error). */
     private readonly onError: (err: unknown) => void = () => {},
   ) {}
 
-  /** One successful validation of a permanent token. */
-  hit(id: string): void {
+  /** A window dropped unwritten past `maxPending` (its minute, epoch ms; its keys). */
+  onDrop: (minute: number, keys: number) => void = () => {}
+
+  /** `n` verifications of `account`'s token `tokenId` ('' for none) that came to `outcome`. */
+  count(account: string, tokenId: string, outcome: number, n = 1): void {
+    this.add(meterKey(account, tokenId), outcome, n)
+  }
+
+  /** One verification, counted against whom it names (see `keyOf`); its code's outcome unless
+   * given (rate_limited, ip_not_allowed, ...). */
+  countValidation(validation: Validation, outcome = outcomeOfCode[validation.code]): void {
+    this.add(keyOf(validation), outcome, 1)
+  }
+
+  private add(key: string, outcome: number, n: number) {
     if (this.now() >= this.windowEnd) this.rotate()
-    const n = this.counts.get(id)
-    this.counts.set(id, n === undefined ? 1 : n + 1)
+    let counts = this.counts.get(key)
+    if (counts === undefined) {
+      counts = new Array<number>(outcomes.length).fill(0)
+      this.counts.set(key, counts)
+    }
+    counts[outcome] = (counts[outcome] as number) + n
   }
 
   /** Closes the current window (if it counted anything) and opens the one of this minute. */
   private rotate() {
     if (this.counts.size > 0) {
       this.pending.push({ minute: this.windowStart, counts: this.counts })
+      this.pendingKeys += this.counts.size
       this.counts = new Map()
+      this.bound()
     }
     this.windowStart = Math.floor(this.now() / minuteMs) * minuteMs
     this.windowEnd = this.windowStart + minuteMs
   }
 
+  /** Drops the oldest windows past `maxPending`, counted in `dropped`. */
+  private bound() {
+    const max = this.maxPending
+    while (this.pending.length > max.windows || this.pendingKeys > max.keys) {
+      const w = this.pending.shift() as Window
+      this.pendingKeys -= w.counts.size
+      this.dropped.windows++
+      this.dropped.keys += w.counts.size
+      this.onDrop(w.minute, w.counts.size)
+    }
+  }
+
+  /** Writes a verifier's counts now, with its (reporter, batch) in the same transaction: false
+   * when that batch was counted already (nothing is written then). `within` runs in it too. */
+  record(
+    rows: UsageRow[],
+    report?: { reporter: string; batch: string },
+    within?: (trx: Db) => Promise<void>,
+  ): Promise<boolean> {
+    const minutes = rows.map((r) => ({
+      minute: bucketKey('minute', r.minute),
+      account: r.account,
+      tokenId: r.tokenId,
+      counts: countsOf(r.outcomes),
+    }))
+    const received = new Date(this.now()).toISOString()
+    return usageRepo.record(
+      this.db,
+      minutes,
+      report && { reporter: report.reporter, batch: report.batch, received },
+      within,
+    )
+  }
+
   /** Flushes after every minute's end until stopped. */
   start(): void {
+    this.stopped = false
     const schedule = () => {
+      if (this.stopped) return
       const wait = minuteMs - (Date.now() % minuteMs) + 50
       this.timer = setTimeout(() => {
+        this.timer = undefined
         void this.flush().finally(schedule)
       }, wait)
       this.timer.unref()
@@ -57,63 +144,145 @@ export class Meter {
     schedule()
   }
 
-  /** Writes everything counted so far; the counts of a failed write are kept for the next. */
+  /** A flush is scheduled (started, not stopped). */
+  get scheduled(): boolean {
+    return this.timer !== undefined
+  }
+
+  /**
+   * Writes everything counted so far, window by window, each in its own transaction: a window
+   * that fails is kept for the next flush (within `maxPending`), the ones after it are written.
+   */
   flush(): Promise<void> {
     const run = async () => {
       this.rotate()
       const windows = this.pending
       this.pending = []
-      const byHour = new Map<string, Map<string, { count: number; minute: string }>>()
+      this.pendingKeys = 0
+      const failed: Window[] = []
+      let error: unknown
       for (const w of windows) {
-        const hour = hourOf(w.minute)
-        const minute = new Date(w.minute).toISOString()
-        let merged = byHour.get(hour)
-        if (merged === undefined) {
-          merged = new Map()
-          byHour.set(hour, merged)
-        }
-        for (const [id, count] of w.counts) {
-          const seen = merged.get(id)
-          if (seen === undefined) merged.set(id, { count, minute })
-          else
-            merged.set(id, {
-              count: seen.count + count,
-              minute: seen.minute > minute ? seen.minute : minute,
-            })
-        }
-      }
-      for (const [hour, counts] of byHour) {
         try {
-          await usageRepo.add(this.db, { hour, counts })
+          await usageRepo.add(this.db, rowsOf(w.minute, w.counts))
         } catch (err) {
-          for (const [id, { count, minute }] of counts) {
-            this.pending.push({ minute: Date.parse(minute), counts: new Map([[id, count]]) })
-          }
-          this.onError(err)
+          failed.push(w)
+          error ??= err
         }
       }
+      if (failed.length === 0) return
+      this.pending = failed.concat(this.pending)
+      this.pendingKeys = this.pending.reduce((n, w) => n + w.counts.size, 0)
+      this.bound()
+      this.onError(error)
     }
     this.flushing = this.flushing.then(run, run)
     return this.flushing
   }
 
-  /** Stops the timer and writes what is left (shutdown). */
+  /** Stops the timer and writes what is left (shutdown); a flush running schedules no other. */
   async stop(): Promise<void> {
+    this.stopped = true
     clearTimeout(this.timer)
+    this.timer = undefined
     await this.flush()
   }
 
-  /** Last use and hourly counts of the last 30 days, as stored (this instance's unflushed
-   * counts are not in them until the next minute). */
-  activity(id: string): Promise<TokenActivity> {
-    return usageRepo.activity(this.db, id, hourOf(this.now() - usageDays * 24 * hourMs))
+  /** Buckets of an account (or one of its tokens) with any count, oldest first, a page of them;
+   * `next` is the cursor of the page after, when there is one. As stored: this instance's
+   * counts of the current minute are not in them until the next flush. */
+  async series(account: string, q: SeriesQuery): Promise<{ series: Bucket[]; next?: string }> {
+    const limit = q.limit ?? 100
+    const { first, rest } = partsOf(q.resolution, q, this.now(), this.retentionDays)
+    const after = q.after === undefined ? undefined : bucketKey(q.resolution, Date.parse(q.after))
+    const rows: { at: string; counts: number[] }[] = []
+    if (first !== undefined && (after === undefined || after < first.at)) {
+      const counts = await usageReads.totals(this.db, { account, ...first, token: q.token })
+      if (counts.some((n) => n !== 0)) rows.push({ at: first.at, counts })
+    }
+    const stored = await usageReads.series(this.db, {
+      account,
+      ...rest,
+      token: q.token,
+      after,
+      limit: limit + 1,
+      resolution: q.resolution,
+    })
+    rows.push(...stored)
+    const series = rows
+      .slice(0, limit)
+      .map((r) => ({ start: startOf(q.resolution, r.at), outcomes: outcomesOf(r.counts) }))
+    const last = series.at(-1)
+    return rows.length > limit && last !== undefined ? { series, next: last.start } : { series }
+  }
+
+  /** The ranges of the tables a read of the buckets of `resolution` sums (see `partsOf`). */
+  private ranges(account: string, resolution: Resolution, q: UsageRange) {
+    const { first, rest } = partsOf(resolution, q, this.now(), this.retentionDays)
+    const ranges = [{ account, resolution, ...rest }]
+    if (first !== undefined) ranges.push({ account, ...first })
+    return ranges
+  }
+
+  /** The sums over the buckets of `resolution` (default: hours, or days past their retention)
+   * that overlap [from, to). */
+  async totals(
+    account: string,
+    q: UsageRange & { token?: string; resolution?: Resolution },
+  ): Promise<OutcomeCounts> {
+    const resolution = q.resolution ?? this.coarseEnough(q.from)
+    const sums = new Array<number>(outcomes.length).fill(0)
+    for (const range of this.ranges(account, resolution, q)) {
+      addCounts(sums, await usageReads.totals(this.db, { ...range, token: q.token }))
+    }
+    return outcomesOf(sums)
+  }
+
+  /** Each token's sums (the token '' included), the most counted first. */
+  async byToken(
+    account: string,
+    q: UsageRange & { resolution?: Resolution },
+  ): Promise<{ token: string; outcomes: OutcomeCounts }[]> {
+    const resolution = q.resolution ?? this.coarseEnough(q.from)
+    const sums = new Map<string, number[]>()
+    for (const range of this.ranges(account, resolution, q)) {
+      for (const r of await usageReads.byToken(this.db, range)) {
+        const seen = sums.get(r.tokenId)
+        if (seen === undefined) sums.set(r.tokenId, r.counts)
+        else addCounts(seen, r.counts)
+      }
+    }
+    const total = (c: readonly number[]) => c.reduce((a, b) => a + b, 0)
+    return [...sums]
+      .map(([token, c]) => ({ token, sum: total(c), outcomes: outcomesOf(c) }))
+      .sort((a, b) => b.sum - a.sum || (a.token < b.token ? -1 : a.token > b.token ? 1 : 0))
+      .map(({ token, outcomes }) => ({ token, outcomes }))
+  }
+
+  /** Hours while their retention covers `from`, else days. */
+  private coarseEnough(from: number): Resolution {
+    return from >= this.now() - this.retentionDays.hour * dayMs ? 'hour' : 'day'
+  }
+
+  /** Last use and valid validations per hour of the last 30 days, as stored (none before the
+   * hour the account was created: see `UsageRange.since`). */
+  activity(id: string, account?: string): Promise<TokenActivity> {
+    const since = new Date(this.now() - usageDays * dayMs).toISOString().slice(0, 13)
+    return usageRepo.activity(this.db, id, since, account)
   }
 
   lastUsed(ids: string[]): Promise<Map<string, string>> {
     return usageRepo.lastUsed(this.db, ids)
   }
 
+  /** Each resolution past its retention, reports past 7 days, the last use of tokens gone. */
   prune(): Promise<void> {
-    return usageRepo.prune(this.db, hourOf(this.now() - usageDays * 24 * hourMs))
+    const now = this.now()
+    const before = (days: number) => new Date(now - days * dayMs).toISOString()
+    return usageRepo.prune(this.db, {
+      minute: before(this.retentionDays.minute).slice(0, 16),
+      hour: before(this.retentionDays.hour).slice(0, 13),
+      day: before(this.retentionDays.day).slice(0, 10),
+      reports: before(7),
+    })
   }
 }

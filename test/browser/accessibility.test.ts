@@ -24,13 +24,15 @@ import {
 import { useDashboard } from './fixture.js'
 
 const available = browserAvailable()
+const adminSecret = 'a11y-admin-0123456789abcdefghijklmnopqrstuvwxyz'
 
 /**
- * axe-core on every page of the dashboard, error pages included, with a full-page screenshot of
- * each under test-output/screenshots; then a token created with the keyboard alone.
+ * axe-core on every page of the dashboard (Usage and credits too), error pages included, with a
+ * full-page screenshot of each under test-output/screenshots; then a token created with the
+ * keyboard alone.
  */
 describe.skipIf(!available)('accessibility of every dashboard page', () => {
-  const dash = useDashboard({ env: { DASHBOARD_SIGNUP: 'open' } })
+  const dash = useDashboard({ env: { DASHBOARD_SIGNUP: 'open', ADMIN_KEYS: `ops:${adminSecret}` } })
 
   it('pages before signing in: sign in, setup, sign up, 401, 404, 410, 429', async () => {
     const context = await newContext(dash.browser)
@@ -106,6 +108,39 @@ describe.skipIf(!available)('accessibility of every dashboard page', () => {
     await inspect(page, 'scopes')
     await follow(page, 'Settings')
     await inspect(page, 'settings')
+    await context.close()
+  })
+
+  it("the Usage page and credits: by hour and by day, the account's credits, a token credits form error", async () => {
+    const { context, page } = await signedIn(dash.browser, dash.server, 'a11yusage')
+    await follow(page, 'Usage')
+    expect(await heading(page)).toBe('Usage')
+    await inspect(page, 'usage-empty')
+    await follow(page, 'Last 30 days')
+    await inspect(page, 'usage-days-empty')
+    // The account's credits are the operator's (the admin API): shown read-only.
+    const set = await context.request.put(
+      `${dash.server.url}/admin/v1/accounts/a11yusage/credits`,
+      {
+        headers: { authorization: `Bearer ${adminSecret}` },
+        data: { remaining: 1000, refill: { interval: 'monthly', amount: 1000, day: 1 } },
+      },
+    )
+    expect(set.status()).toBe(200)
+    await visit(page, `${dash.server.url}/account/usage`)
+    await expect(
+      page.getByText('Your provider sets the account’s credits.', { exact: true }).count(),
+    ).resolves.toBe(1)
+    await inspect(page, 'usage-with-credits')
+    await follow(page, 'Access tokens')
+    await follow(page, 'Default public token')
+    await field(page, 'Credits remaining').fill('-1')
+    expect((await click(page, 'Save credits')).statuses).toEqual([422])
+    await inspect(page, 'token-credits-form-error')
+    await field(page, 'Credits remaining').fill('100')
+    expect((await click(page, 'Save credits')).statuses).toEqual([303, 200])
+    expect(pathOf(page)).toMatch(/^\/account\/tokens\/c[a-z0-9]{24}$/)
+    await inspect(page, 'token-with-credits')
     await context.close()
   })
 

@@ -31,7 +31,7 @@ const minuteMs = 60_000
 const keptForever: unknown[] = []
 
 /**
- * The Activity page and the use of each token (Last used, the chart of validations per hour),
+ * The Activity page and the use of each token (Last used, the chart of verifications by outcome),
  * as a holder sees them, in the light and the dark theme, with axe on every page.
  *
  * Validations are counted in the server's memory and written at every minute's end, or when the
@@ -137,12 +137,22 @@ describe.skipIf(!available)('activity and token usage', () => {
     }
     const db = new Database(file)
     try {
-      const add = db.prepare('insert into token_usage (token_id, hour, count) values (?, ?, ?)')
+      // Added to what the server wrote when it stopped (today's row of days holds the API's).
+      const upsert = (table: string) =>
+        db.prepare(
+          `insert into ${table} (account, at, token_id, valid) values ('acme', ?, ?, ?)
+           on conflict (account, at, token_id) do update set valid = valid + excluded.valid`,
+        )
+      const hours = upsert('usage_hours')
+      const days = upsert('usage_days')
       // Kept for the life of the process, as src/db/database.ts keeps its own: on Node 24 a
       // better-sqlite3 object that the garbage collector frees may abort the process.
-      keptForever.push(db, add)
+      keptForever.push(db, hours, days)
       db.exec('begin')
-      for (const [hour, count] of history) add.run(website.id, hour, count)
+      for (const [hour, count] of history) {
+        hours.run(hour, website.id, count)
+        days.run(hour.slice(0, 10), website.id, count)
+      }
       db.exec('commit')
     } finally {
       db.close()
@@ -171,36 +181,42 @@ describe.skipIf(!available)('activity and token usage', () => {
     await inspectThemes('tokens-last-used')
   })
 
-  it('charts validations per hour on the token page, with the numbers in words and a table', async () => {
-    await follow(page, 'website')
-    expect(pathOf(page)).toBe(`/account/tokens/${website.id}`)
-    expect(await heading(page)).toBe('website')
-    const total = [...history.values()].reduce((a, b) => a + b, 0) + validations
-    const chart = page.getByRole('img', { name: 'Validations per hour, last 30 days', exact: true })
+  /** The counts of the chart's bars, and the seeded counts of the buckets it shows. */
+  async function chartOf(name: string, key: (start: string) => string) {
+    const chart = page.getByRole('img', { name, exact: true })
     await expect(chart.count()).resolves.toBe(1)
-    const summary = await page.locator('#usage-summary').innerText()
-    expect(summary).toMatch(
-      new RegExp(
-        `^${total.toLocaleString('en-US')} validations in the last 30 days; last used \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\.$`,
-      ),
-    )
     await expect(chart.getAttribute('aria-describedby')).resolves.toBe('usage-summary')
-    // One bar per hour with validations; the heights follow the counts, the peak fills the chart.
+    const starts = await chart
+      .locator('g')
+      .evaluateAll((groups) => groups.map((g) => g.getAttribute('data-start') ?? ''))
+    const shown = new Set(starts.map(key))
+    let seeded = 0
+    for (const [hour, count] of history) if (shown.has(key(`${hour}:00:00.000Z`))) seeded += count
     const bars = await chart.locator('rect.bar').evaluateAll((rects) =>
       rects.map((r) => ({
         count: Number(r.getAttribute('data-count')),
         height: Number(r.getAttribute('height')),
       })),
     )
-    const counted = bars.reduce((sum, b) => sum + b.count, 0)
-    expect(counted).toBe(total)
-    const peak = Math.max(...bars.map((b) => b.count))
-    for (const b of bars) {
-      expect(b.height).toBeCloseTo(Math.max(1, (b.count / peak) * 100), 1)
-    }
-    expect(bars.length).toBeGreaterThanOrEqual(history.size + 1)
-    expect(bars.length).toBeLessThanOrEqual(history.size + 2)
-    // Drawn from the stylesheet: the bars take the accent colour of the theme.
+    return { chart, bars, seeded, counted: bars.reduce((sum, b) => sum + b.count, 0) }
+  }
+
+  it('charts verifications by hour and by day on the token page, with a table of the figures', async () => {
+    await follow(page, 'website')
+    expect(pathOf(page)).toBe(`/account/tokens/${website.id}`)
+    expect(await heading(page)).toBe('website')
+    const hours = await chartOf('Verifications by hour and outcome, last 24 hours', (s) =>
+      s.slice(0, 13),
+    )
+    // Only valid verifications here: one piece a bar, as high as its share of the peak.
+    expect(hours.counted).toBe(hours.seeded + validations)
+    const peak = Math.max(...hours.bars.map((b) => b.count))
+    for (const b of hours.bars) expect(b.height).toBeCloseTo(Math.max(1, (b.count / peak) * 100), 1)
+    const summary = await page.locator('#usage-summary').innerText()
+    expect(summary).toBe(
+      `${hours.counted.toLocaleString('en-US')} verifications in the last 24 hours, all valid.`,
+    )
+    // Drawn from the stylesheet: valid takes the accent colour of the theme.
     const fill = () =>
       page.evaluate<string>(`getComputedStyle(document.querySelector('rect.bar')).fill`)
     await page.emulateMedia({ colorScheme: 'light' })
@@ -211,34 +227,40 @@ describe.skipIf(!available)('activity and token usage', () => {
     expect(dark).toBe('rgb(143, 176, 255)')
     await page.emulateMedia({ colorScheme: 'light' })
     await inspectThemes('token-usage')
-    const card = page.getByRole('region', { name: 'Validations', exact: true })
+    const card = page.getByRole('region', { name: 'Verifications', exact: true })
     await card.screenshot({ path: path.join(screenshotDir, 'token-usage-chart.png') })
     await page.emulateMedia({ colorScheme: 'dark' })
     await card.screenshot({ path: path.join(screenshotDir, 'token-usage-chart-dark.png') })
     await page.emulateMedia({ colorScheme: 'light' })
 
-    // The table of hours, for those who cannot see the chart.
-    const hours = page.getByRole('table', {
-      name: 'Validations per hour, last 30 days, hours with validations only, newest first',
+    // The table of the figures, for those who cannot see the chart.
+    const table = page.getByRole('table', {
+      name: 'Verifications by hour and outcome, last 24 hours, oldest first',
     })
-    await expect(hours.isVisible()).resolves.toBe(false)
-    await page.getByText(`Validations by hour (${bars.length} hours)`, { exact: true }).click()
-    await expect(hours.isVisible()).resolves.toBe(true)
-    const rows = await rowTexts(hours.getByRole('row'))
-    expect(rows.slice(1)).toHaveLength(bars.length)
-    const oldest = [...history.keys()][0] as string
-    expect(rows.at(-1)).toEqual([
-      `${oldest.slice(0, 10)} ${oldest.slice(11, 13)}:00 UTC`,
-      (history.get(oldest) as number).toLocaleString('en-US'),
-    ])
+    await expect(table.isVisible()).resolves.toBe(false)
+    await page.getByText('Verifications by hour as a table', { exact: true }).click()
+    await expect(table.isVisible()).resolves.toBe(true)
+    const rows = (await rowTexts(table.getByRole('row'))).slice(1)
+    expect(rows).toHaveLength(24)
+    expect(rows.reduce((sum, r) => sum + Number((r.at(-1) ?? '').replaceAll(',', '')), 0)).toBe(
+      hours.counted,
+    )
     await inspect(page, 'token-usage-table')
+
+    await follow(page, 'Last 30 days')
+    const days = await chartOf('Verifications by day and outcome, last 30 days', (s) =>
+      s.slice(0, 10),
+    )
+    expect(days.counted).toBe(days.seeded + validations)
+    await expect(link(page, 'Last 30 days').getAttribute('aria-current')).resolves.toBe('true')
+    await inspectThemes('token-usage-days')
   })
 
   it('says never used on the page of a token never validated', async () => {
     await follow(page, 'Access tokens')
     await follow(page, 'made by the backend')
     await expect(page.locator('#usage-summary').innerText()).resolves.toBe(
-      '0 validations in the last 30 days; never used.',
+      '0 verifications in the last 24 hours.',
     )
     await expect(page.getByRole('img').count()).resolves.toBe(0)
     await inspect(page, 'token-never-used')
@@ -318,7 +340,7 @@ describe.skipIf(!available)('activity and token usage', () => {
     // The target of an event links to the token's page.
     await follow(page, 'backend')
     expect(pathOf(page)).toBe(`/account/tokens/${backend.id}`)
-    expect(await bodyText(page)).toContain('1 validation in the last 30 days; last used')
+    expect(await bodyText(page)).toContain('1 verification in the last 24 hours, all valid.')
   })
 
   it('lays the Activity page out for a phone', async () => {

@@ -527,6 +527,9 @@ describe('the OpenAPI document', () => {
       '/admin/v1/accounts',
       '/admin/v1/accounts/{username}',
       '/admin/v1/accounts/{username}/audit',
+      '/admin/v1/accounts/{username}/credits',
+      '/admin/v1/accounts/{username}/credits/decrement',
+      '/admin/v1/accounts/{username}/credits/increment',
       '/admin/v1/accounts/{username}/disable',
       '/admin/v1/accounts/{username}/enable',
       '/admin/v1/accounts/{username}/members',
@@ -534,12 +537,19 @@ describe('the OpenAPI document', () => {
       '/admin/v1/accounts/{username}/portal-links',
       '/admin/v1/accounts/{username}/setup-url',
       '/admin/v1/accounts/{username}/tokens',
+      '/admin/v1/accounts/{username}/tokens/{token_id}/credits',
+      '/admin/v1/accounts/{username}/tokens/{token_id}/credits/decrement',
+      '/admin/v1/accounts/{username}/tokens/{token_id}/credits/increment',
       '/admin/v1/accounts/{username}/tokens/{token_id}/roll',
       '/admin/v1/accounts/{username}/tokens/{token_id}/usage',
+      '/admin/v1/accounts/{username}/usage',
+      '/admin/v1/accounts/{username}/usage/tokens',
       '/admin/v1/audit',
+      '/admin/v1/credits/leases',
       '/admin/v1/events',
       '/admin/v1/introspect',
       '/admin/v1/leaks',
+      '/admin/v1/usage/reports',
       '/admin/v1/webhooks',
       '/admin/v1/webhooks/{id}',
       '/admin/v1/webhooks/{id}/deliveries',
@@ -547,7 +557,7 @@ describe('the OpenAPI document', () => {
       '/admin/v1/webhooks/{id}/secret',
     ])
     const operations = adminPaths.flatMap((p) => Object.values(doc.paths[p]))
-    expect(operations).toHaveLength(28)
+    expect(operations).toHaveLength(42)
     for (const op of operations as { tags: string[]; security: unknown; responses: object }[]) {
       expect(op.tags).toEqual(['admin'])
       expect(op.security).toEqual([{ operatorKey: [] }])

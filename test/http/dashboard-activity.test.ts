@@ -353,91 +353,40 @@ describe('the use of each token', () => {
     expect(ids).toHaveLength(100)
   })
 
-  it('charts validations per hour of the last 30 days, bars as high as their counts', async () => {
+  it("charts a token's verifications through the API, hour by hour, on its page", async () => {
     const pk = await h.token('alice', ['styles:read'], { note: 'website' })
-    // The validation the API runs for every request, without 1,502 requests.
-    const validate = async (n: number) => {
-      for (let i = 0; i < n; i++)
-        expect((await h.ctx.tokens.validate(pk.token)).code).toBe('TokenValid')
-    }
     h.clock.now = T0 + 10 * minute // 12:10
-    await validate(1000)
+    for (let i = 0; i < 3; i++) expect((await retrieve(pk.token)).body.code).toBe('TokenValid')
+    await h.ctx.usage.flush()
     h.clock.now = T0 + hour + 20 * minute // 13:20
-    await validate(500)
+    expect((await retrieve(pk.token)).body.code).toBe('TokenValid')
     await h.ctx.usage.flush()
-    h.clock.now = T0 + 3 * hour + 30 * minute // 15:30
-    await validate(2)
-    await h.ctx.usage.flush()
-
-    const page = await browser.get(`/account/tokens/${pk.id}`)
+    const page = await (await signedInAgain()).get(`/account/tokens/${pk.id}`)
     expect(page.body).toContain(
-      '<p class="usage-summary" id="usage-summary"><strong>1,502</strong> validations in the last 30 days; last used <time datetime="2026-11-22T15:30:00.000Z">2026-11-22 <span class="clock">15:30 UTC</span></time>.</p>',
+      '<strong>4</strong> verifications in the last 24 hours, all valid.</p>',
     )
     const svg = /<svg [^>]*>[\s\S]*?<\/svg>/.exec(page.body)?.[0] ?? ''
-    expect(svg).toContain('role="img" aria-label="Validations per hour, last 30 days"')
-    expect(svg).toContain('viewBox="0 0 721 100"')
+    expect(svg).toContain(
+      'role="img" aria-label="Verifications by hour and outcome, last 24 hours" aria-describedby="usage-summary"',
+    )
     expect(svg).not.toMatch(/\sstyle=/)
-    const bars = [...svg.matchAll(/<rect class="bar" ([^>]*)>/g)].map((m) =>
-      Object.fromEntries(
-        [...(m[1] ?? '').matchAll(/([\w-]+)="([^"]*)"/g)].map((a) => [a[1], a[2]]),
+    const pieces = [
+      ...svg.matchAll(
+        /<rect class="bar outcome-(\w+)" x="(\d+)" y="([\d.]+)" width="8" height="([\d.]+)" data-count="(\d+)"/g,
       ),
-    )
-    // The chart ends with this hour (15:00, x 720); each bar's height is its share of the peak.
-    expect(bars).toEqual([
-      {
-        x: '717',
-        y: '0',
-        width: '1',
-        height: '100',
-        'data-hour': '2026-11-22T12',
-        'data-count': '1000',
-      },
-      {
-        x: '718',
-        y: '50',
-        width: '1',
-        height: '50',
-        'data-hour': '2026-11-22T13',
-        'data-count': '500',
-      },
-      // 0.2 of the chart: drawn as 1, so that it shows.
-      {
-        x: '720',
-        y: '99',
-        width: '1',
-        height: '1',
-        'data-hour': '2026-11-22T15',
-        'data-count': '2',
-      },
+    ]
+    // 12:00 is the 23rd of the 24 hours that end with this one (13:00); the peak fills the chart.
+    expect(pieces.map((m) => m.slice(1))).toEqual([
+      ['valid', '221', '0', '100', '3'],
+      ['valid', '231', '66.67', '33.33', '1'],
     ])
-    expect(page.body).toContain('<p class="chart-scale">Peak 1,000 an hour</p>')
-    // The same numbers for screen readers, newest first.
-    expect(rowsOf(page.body, 'hours')).toEqual([
-      ['2026-11-22 15:00 UTC', '2'],
-      ['2026-11-22 13:00 UTC', '500'],
-      ['2026-11-22 12:00 UTC', '1,000'],
-    ])
-    expect(page.body).toContain('<summary>Validations by hour (3 hours)</summary>')
-
-    // A day on, the 12:00 bar is 24 hours further left; after 30 days it leaves the chart.
-    h.clock.now = T0 + day + 3 * hour
-    const later = await (await signedInAgain()).get(`/account/tokens/${pk.id}`)
-    expect(later.body).toMatch(/<rect class="bar" x="693" [^>]*data-hour="2026-11-22T12"/)
-    h.clock.now = T0 + 31 * day
-    const gone = await (await signedInAgain()).get(`/account/tokens/${pk.id}`)
-    expect(gone.body).toContain(
-      '<strong>0</strong> validations in the last 30 days; last used <time datetime="2026-11-22T15:30:00.000Z">2026-11-22 <span class="clock">15:30 UTC</span></time>.</p>',
-    )
-    expect(gone.body).not.toContain('<svg')
-    expect(gone.body).toContain('No validations to chart in the last 30 days.')
+    expect(page.body).toContain('<p class="chart-scale">Peak 3 an hour · times in UTC</p>')
   })
 
   it('says never used on the page of a token never validated', async () => {
     const page = await browser.get(`/account/tokens/${h.alice.defaultToken.id}`)
     expect(page.status).toBe(200)
-    expect(page.body).toContain(
-      '<strong>0</strong> validations in the last 30 days; never used.</p>',
-    )
+    expect(page.body).toContain('<strong>0</strong> verifications in the last 24 hours.</p>')
     expect(page.body).toContain('<dt>Last used</dt><dd><span class="none">never used</span></dd>')
     expect(page.body).not.toContain('<svg')
   })

@@ -121,8 +121,8 @@ describe('the fast path of create', () => {
       )
       expect(closes, body).toBe(body === '{"note":' || body === ' ' || body.startsWith('[['))
     }
-    // Each request validated its token once: two requests a body.
-    expect(await usageCounts(s.h, sk.id)).toEqual([2 * bodies.length + 1])
+    // Each request metered its token once: two requests a body (the warming validate none).
+    expect(await usageCounts(s.h, sk.id)).toEqual([2 * bodies.length])
   })
 
   it('leaves every other create to Fastify before reading its body, validating the token once', async () => {
@@ -154,8 +154,11 @@ describe('the fast path of create', () => {
       expect(socket.status, `${url} ${body}`).toBe(status)
       expect(shape(socket), `${url} ${body}`).toEqual(shape(route))
     }
-    // Each request validated its token once (by the guard): two requests per case.
-    expect(await usageCounts(s.h, reader.id)).toEqual([2])
+    // Each request metered its token once (by the guard): two requests per case, the reader's
+    // refused for the scope it lacks.
+    await s.h.ctx.usage.flush()
+    const day = { from: s.h.clock.now - 86_400_000, to: s.h.clock.now + 60_000, token: reader.id }
+    expect(await s.h.ctx.usage.totals(alice, day)).toEqual({ scope_missing: 2 })
   })
 
   it('leaves other content types to Fastify, before reading their body', async () => {

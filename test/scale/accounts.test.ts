@@ -112,8 +112,11 @@ describe('accounts across two instances', () => {
     await a.usage.flush()
     await b.usage.flush()
     const before = (await a.usage.activity(sk.id)).hours.reduce((n, h) => n + h.count, 0)
-    for (let i = 0; i < 5; i++) await codeOn(a, sk.token as string)
-    for (let i = 0; i < 3; i++) await codeOn(b, sk.token as string)
+    // Validated and metered as a request does (the validator alone counts nothing).
+    const use = async (ctx: AppContext) =>
+      ctx.usage.countValidation(await ctx.tokens.validate(sk.token as string))
+    for (let i = 0; i < 5; i++) await use(a)
+    for (let i = 0; i < 3; i++) await use(b)
     await Promise.all([a.usage.flush(), b.usage.flush()])
     const activity = await b.usage.activity(sk.id)
     expect(activity.hours.reduce((n, h) => n + h.count, 0) - before).toBe(8)

@@ -12,6 +12,8 @@ export type FailureReason =
   | 'UrlNotAllowed'
   /** The token has allowedIps and the request's client address is in none of them. */
   | 'IpNotAllowed'
+  /** The token (or its account) carries credits and too few are left for the cost. */
+  | 'CreditsExhausted'
   /** Tessera could not answer and nothing usable was cached: fail closed. */
   | 'TesseraUnavailable'
 
@@ -54,6 +56,12 @@ export interface VerifyOptions {
   referer?: string | undefined
   /** The client's address (required to pass a token restricted to IP ranges). */
   ip?: string | undefined
+  /**
+   * Credits this verification spends when the token or its account carries credits: a whole
+   * number, default 1; 0 checks without spending (anything else throws a TypeError for such a
+   * token). Tokens without credits spend nothing.
+   */
+  cost?: number
 }
 
 const refused = (reason: FailureReason): RefusedToken => Object.freeze({ valid: false, reason })
@@ -67,5 +75,6 @@ export const refusals: Readonly<Record<FailureReason, RefusedToken>> = Object.fr
   MissingScope: refused('MissingScope'),
   UrlNotAllowed: refused('UrlNotAllowed'),
   IpNotAllowed: refused('IpNotAllowed'),
+  CreditsExhausted: refused('CreditsExhausted'),
   TesseraUnavailable: refused('TesseraUnavailable'),
 })

@@ -1,5 +1,7 @@
 import type { AllowedUrls } from './allowed-urls.js'
 import { refusals, type Verification, type VerifyOptions } from './answers.js'
+import type { Pool } from './credits.js'
+import type { MeterKey } from './usage.js'
 
 /** A cached answer of Tessera about one token string, with what checking it needs precomputed. */
 export interface Entry {
@@ -15,6 +17,10 @@ export interface Entry {
   /** Index keys: the token id and the account, when known. */
   readonly id: string | undefined
   readonly account: string | undefined
+  /** Whom its decisions are counted for; undefined: not counted (TesseraUnavailable). */
+  readonly meter: MeterKey | undefined
+  /** The credits a verification spends (the token's or its account's); undefined: none. */
+  readonly pool: Pool | undefined
 }
 
 /** What a lookup answers when Tessera cannot: never cached. */
@@ -27,6 +33,8 @@ export const unavailable: Entry = Object.freeze({
   expiresAt: 0,
   id: undefined,
   account: undefined,
+  meter: undefined,
+  pool: undefined,
 })
 
 /** The checks of one request against a cached answer: IP ranges, allowed URLs, then scopes. */

@@ -9,8 +9,11 @@ declare module 'fastify' {
     tessera: VerifiedToken | null
   }
   interface FastifyContextConfig {
-    /** The scope(s) this route needs, or false: the route is open (no token checked). */
-    tessera?: { scope?: string | readonly string[] } | false
+    /**
+     * The scope(s) this route needs and the credits it costs, or false: the route is open (no
+     * token checked).
+     */
+    tessera?: { scope?: string | readonly string[]; cost?: number } | false
   }
 }
 
@@ -18,6 +21,8 @@ export interface VerifierPluginOptions {
   verifier: Verifier
   /** Scope(s) every route needs unless its `config.tessera.scope` says otherwise. */
   scope?: string | readonly string[]
+  /** Credits a request costs (tokens with credits), unless `config.tessera.cost` says otherwise. Default 1. */
+  cost?: number
   /** Where the token is; default: `Authorization: Bearer`, else the `access_token` query parameter. */
   getToken?: (request: FastifyRequest) => string | undefined
   /** The client's address for tokens restricted to IP ranges; default `request.ip` (trustProxy). */
@@ -32,8 +37,9 @@ function refuse(reply: FastifyReply, reason: Parameters<typeof refusalFor>[0]) {
 /**
  * Checks the token of every request of the context it is registered in (it is not encapsulated,
  * like a plugin wrapped by fastify-plugin): a valid token sets `request.tessera`; otherwise the
- * request is answered 401, 403 or 503 with `{message, details}`. A route opts out with
- * `config: { tessera: false }` and asks for its own scopes with `config: { tessera: { scope } }`.
+ * request is answered 401, 403, 429 (no credits left) or 503 with `{message, details}`. A route
+ * opts out with `config: { tessera: false }` and asks for its own scopes and cost with
+ * `config: { tessera: { scope, cost } }`.
  */
 export const verifierPlugin: FastifyPluginCallback<VerifierPluginOptions> = (
   app,
@@ -52,6 +58,7 @@ export const verifierPlugin: FastifyPluginCallback<VerifierPluginOptions> = (
     if (token === undefined) return refuse(reply, 'TokenMissing')
     const checks = {
       scope: config?.scope ?? options.scope,
+      cost: config?.cost ?? options.cost ?? 1,
       origin: headerValue(request.headers.origin),
       referer: headerValue(request.headers.referer),
       // Fastify's own `trustProxy` decides request.ip; clientIp overrides it.

@@ -3,7 +3,7 @@ import type { FailureReason } from './answers.js'
 
 /** The status, headers and `{message, details}` body a refusal is answered with. */
 export interface Refusal {
-  status: 401 | 403 | 503
+  status: 401 | 403 | 429 | 503
   headers: Record<string, string>
   body: { message: string; details: string }
 }
@@ -35,6 +35,11 @@ const refusalsByReason: Record<FailureReason | 'TokenMissing', Refusal> = {
     status: 403,
     headers: {},
     body: { message: 'Forbidden', details: 'the access token may not be used from this address' },
+  },
+  CreditsExhausted: {
+    status: 429,
+    headers: {},
+    body: { message: 'Too Many Requests', details: 'the access token has no credits left' },
   },
   TesseraUnavailable: {
     status: 503,

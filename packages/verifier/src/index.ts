@@ -14,8 +14,11 @@ export {
   sendRefusal,
   verifierMiddleware,
 } from './middleware.js'
+export { type Outcome, outcomes } from './outcomes.js'
+export type { ReturnedLease } from './reporter.js'
 export { type SseEvent, SseParser } from './sse.js'
 export { TesseraUnreachableError } from './transport.js'
+export type { UsageRow } from './usage.js'
 export {
   createVerifier,
   Verifier,

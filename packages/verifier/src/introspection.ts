@@ -1,7 +1,9 @@
 import { BlockList, isIP } from 'node:net'
 import { AllowedUrls } from './allowed-urls.js'
 import { type FailureReason, refusals, type TokenUsage } from './answers.js'
+import type { Pool } from './credits.js'
 import type { Entry } from './entry.js'
+import type { MeterKey } from './usage.js'
 
 const usages = new Set<string>(['pk', 'sk', 'tk'])
 const inactiveCodes = new Set<string>([
@@ -27,7 +29,10 @@ const isNumber = (v: unknown): v is number => typeof v === 'number' && Number.is
 const isStringArray = (v: unknown): v is string[] =>
   Array.isArray(v) && v.every((s) => typeof s === 'string')
 
-/** The account and id a token string names (its payload, unverified), for dropping it later. */
+/**
+ * The account and id a token string names (its payload, unverified): for dropping it later, and
+ * for counting an expired or revoked one (whose signature Tessera verified).
+ */
 function named(token: string): { account?: string; id?: string } {
   try {
     const payload = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString())
@@ -46,6 +51,35 @@ export interface EntryTimes {
   maxAgeMs: number
   /** How long a refusal is kept. */
   negativeTtlMs: number
+  /** The counting key of an account and token id (shared by the answers naming them). */
+  meterKey(account: string, token: string): MeterKey
+  /** The credits held here for a token (with its id) or an account's tk. */
+  pool(account: string, token: string | undefined): Pool
+}
+
+/**
+ * Whom a refusal is counted for: an expired or revoked token's signature was verified, so its
+ * payload names its account (and a pk's or sk's id); a malformed or invalid string names nobody
+ * (an attacker must not charge refusals to someone else's account).
+ */
+function refusalMeter(token: string, reason: FailureReason, times: EntryTimes): MeterKey {
+  if (reason !== 'TokenExpired' && reason !== 'TokenRevoked') return times.meterKey('', '')
+  const { account, id } = named(token)
+  if (account === undefined) return times.meterKey('', '')
+  return times.meterKey(account, id !== undefined && !token.startsWith('tk.') ? id : '')
+}
+
+/** The credits a token spends when the answer says it carries some (its own or its account's). */
+function poolOf(
+  credits: unknown,
+  account: string,
+  id: string | undefined,
+  times: EntryTimes,
+): Pool | undefined {
+  if (typeof credits !== 'object' || credits === null) return undefined
+  const c = credits as { token?: unknown; account?: unknown }
+  if (typeof c.token !== 'number' && typeof c.account !== 'number') return undefined
+  return times.pool(account, id)
 }
 
 /** A refusal entry (not asked, or Tessera said inactive). */
@@ -60,6 +94,8 @@ export function refusalEntry(token: string, reason: FailureReason, times: EntryT
     expiresAt: times.now + times.negativeTtlMs,
     id,
     account,
+    meter: refusalMeter(token, reason, times),
+    pool: undefined,
   }
 }
 
@@ -73,7 +109,7 @@ export function entryOf(token: string, body: unknown, times: EntryTimes): Entry 
     const code = typeof b.code === 'string' && inactiveCodes.has(b.code) ? b.code : 'TokenInvalid'
     return refusalEntry(token, code as FailureReason, times)
   }
-  const { username, usage, scope, id, client_id, iat, exp, allowedUrls, allowedIps } = b
+  const { username, usage, scope, id, client_id, iat, exp, allowedUrls, allowedIps, credits } = b
   if (
     typeof username !== 'string' ||
     typeof usage !== 'string' ||
@@ -114,6 +150,8 @@ export function entryOf(token: string, body: unknown, times: EntryTimes): Entry 
     expiresAt,
     id: answer.id,
     account: username,
+    meter: times.meterKey(username, usage === 'tk' ? '' : (answer.id ?? '')),
+    pool: poolOf(credits, username, answer.id, times),
   }
 }
 

@@ -15,10 +15,19 @@ const accountActions = new Set([
 
 /**
  * Drops what an event of Tessera's stream makes outdated: a token's answers (token.updated,
- * token.deleted: target.id), an account's (account.*: account), or everything (reset, or an
- * event of those kinds that cannot be read). Other events change no answer.
+ * token.deleted: target.id), an account's (account.*: account), those credits.changed names,
+ * or everything (reset, or an event of those kinds that cannot be read). Other events change no
+ * answer.
  */
-export function invalidate(cache: EntryCache, event: SseEvent): void {
+export function invalidate(
+  cache: EntryCache,
+  event: SseEvent,
+  onCredits?: (account: string, token: string | undefined) => void,
+): void {
+  if (event.event === 'credits.changed') {
+    creditsChanged(cache, event.data, onCredits)
+    return
+  }
   const isToken = tokenActions.has(event.event)
   if (!isToken && !accountActions.has(event.event)) {
     if (event.event === 'reset') cache.clear()
@@ -44,4 +53,30 @@ function keyOf(json: string, isToken: boolean, rolled: boolean): string | undefi
       ? data?.target?.id
       : (data?.account ?? data?.target?.id)
   return typeof key === 'string' ? key : undefined
+}
+
+/**
+ * `credits.changed` `{username, token?}`: a metered answer (whether credits apply) may be
+ * outdated, and a balance known empty may not be any more.
+ */
+function creditsChanged(
+  cache: EntryCache,
+  json: string,
+  onCredits?: (account: string, token: string | undefined) => void,
+): void {
+  let data: { username?: unknown; account?: unknown; token?: unknown }
+  try {
+    data = JSON.parse(json)
+  } catch {
+    data = {}
+  }
+  const account = data?.username ?? data?.account
+  if (typeof account !== 'string') {
+    cache.clear()
+    return
+  }
+  const token = typeof data.token === 'string' ? data.token : undefined
+  if (token === undefined) cache.dropAccount(account)
+  else cache.dropToken(token)
+  onCredits?.(account, token)
 }

@@ -14,6 +14,8 @@ export interface MiddlewareOptions {
   verifier: Verifier
   /** Scope(s) every request through this middleware needs. */
   scope?: string | readonly string[]
+  /** Credits each request costs (tokens with credits). Default 1. */
+  cost?: number
   /** Where the token is; default: `Authorization: Bearer`, else the `access_token` query parameter. */
   getToken?: (req: IncomingMessage) => string | undefined
   /**
@@ -37,16 +39,18 @@ export function sendRefusal(res: ServerResponse, refusal: Refusal): void {
 /**
  * A Connect/Express-style middleware `(req, res, next)`: a valid token sets `req.tessera` and
  * calls `next()`; otherwise it answers 401 (no or bad token), 403 (a scope missing, a URL not
- * allowed) or 503 (Tessera cannot be asked) with a JSON `{message, details}` body.
+ * allowed), 429 (no credits left) or 503 (Tessera cannot be asked) with a JSON `{message, details}` body.
  */
 export function verifierMiddleware(options: MiddlewareOptions) {
   const { verifier, getToken } = options
   const scope = options.scope
+  const cost = options.cost ?? 1
   return function tesseraMiddleware(req: IncomingMessage, res: ServerResponse, next: NextFunction) {
     const token = getToken === undefined ? tokenFrom(req.headers, req.url) : getToken(req)
     if (token === undefined) return sendRefusal(res, refusalFor('TokenMissing'))
     const request = {
       scope,
+      cost,
       origin: headerValue(req.headers.origin),
       referer: headerValue(req.headers.referer),
       ip:

@@ -25,6 +25,17 @@ export interface VerifierOptions {
   heartbeatTimeoutMs?: number
   /** Longest wait between reconnection attempts of the event stream. Default 10,000 ms. */
   maxRetryMs?: number
+  /**
+   * How often the counts of decisions (per account, token and minute, by outcome) are reported
+   * to Tessera (`POST /admin/v1/usage/reports`). Default 10,000 ms; 0: nothing is counted.
+   */
+  reportEveryMs?: number
+  /** Most count rows waiting for Tessera; past it the oldest are dropped. Default 100,000. */
+  maxPendingRows?: number
+  /** This verifier's name in its reports (1-64 of `A-Za-z0-9._:-`). Default `<host>:<pid>:<random>`. */
+  reporter?: string
+  /** The most credits one lease asks for (the first asks 10, later ones as fast as they go). Default 1,000. */
+  maxLeaseCredits?: number
   /** Problems reaching Tessera (each new message once in a row). Default: process.emitWarning. */
   onError?: (err: Error) => void
 }
@@ -36,6 +47,18 @@ export interface VerifierStats {
   /** Cached answers are being served (false before the stream first opens and once stale). */
   serving: boolean
   lastEventId: string
+  /** Count rows waiting to be reported (cut into batches or still open). */
+  pendingRows: number
+  /** Report batches waiting for Tessera's 200. */
+  pendingBatches: number
+  /** Count rows dropped (the oldest first) because more than maxPendingRows were waiting. */
+  droppedRows: number
+  /** Report batches Tessera answered. */
+  batchesSent: number
+  /** Report requests that failed (the batch is sent again with the same id). */
+  failedReports: number
+  /** Credits held in leases, not yet spent. */
+  creditsHeld: number
 }
 
 /** The defaults of every optional setting (see VerifierOptions). */
@@ -48,4 +71,8 @@ export const defaults = {
   failFastMs: 1_000,
   heartbeatTimeoutMs: 30_000,
   maxRetryMs: 10_000,
+  reportEveryMs: 10_000,
+  maxPendingRows: 100_000,
+  maxLeaseCredits: 1_000,
+  firstLeaseCredits: 10,
 }

@@ -1,11 +1,15 @@
 import { refusals, type Verification, type VerifyOptions } from './answers.js'
+import type { Pool } from './credits.js'
 import { check, type Entry, unavailable } from './entry.js'
 import { EntryCache } from './entry-cache.js'
 import { EventStream } from './event-stream.js'
 import { type EntryTimes, entryOf, plausibleToken } from './introspection.js'
 import { invalidate } from './invalidation.js'
+import { Metering } from './metering.js'
 import { defaults, type VerifierOptions, type VerifierStats } from './options.js'
+import { outcomeOfReason, valid } from './outcomes.js'
 import { Transport } from './transport.js'
+import type { UsageCounter } from './usage.js'
 
 export type { VerifierOptions, VerifierStats }
 
@@ -23,10 +27,14 @@ export class Verifier {
   private readonly negativeTtlMs: number
   private readonly failFastMs: number
   private readonly report: (err: Error) => void
+  private readonly metering: Metering
+  private readonly counter: UsageCounter
+  private readonly timeoutMs: number
   private everLive = false
   private live = false
   private stale = false
   private closed = false
+  private closing: Promise<void> | undefined
   private staleTimer: NodeJS.Timeout | undefined
   private unavailableUntil = 0
   private readyWaiters: Array<{ resolve: () => void; reject: (err: Error) => void }> = []
@@ -37,12 +45,14 @@ export class Verifier {
     this.maxAgeMs = options.maxAgeMs ?? defaults.maxAgeMs
     this.negativeTtlMs = options.negativeTtlMs ?? defaults.negativeTtlMs
     this.failFastMs = options.failFastMs ?? defaults.failFastMs
-    this.cache = new EntryCache(options.maxEntries ?? defaults.maxEntries)
+    const maxEntries = options.maxEntries ?? defaults.maxEntries
+    this.cache = new EntryCache(maxEntries)
+    this.timeoutMs = options.timeoutMs ?? defaults.timeoutMs
     this.transport = new Transport({
       url: options.url,
       adminKey: options.adminKey,
       ...(options.ca === undefined ? {} : { ca: options.ca }),
-      timeoutMs: options.timeoutMs ?? defaults.timeoutMs,
+      timeoutMs: this.timeoutMs,
     })
     let last = ''
     const onError = options.onError ?? ((err: Error) => process.emitWarning(err))
@@ -51,6 +61,8 @@ export class Verifier {
       last = err.message
       onError(err)
     }
+    this.metering = new Metering(this.transport, options, this.report, this.failFastMs)
+    this.counter = this.metering.counter
     this.stream = new EventStream(
       this.transport,
       {
@@ -60,7 +72,10 @@ export class Verifier {
       },
       {
         onOpen: (resumed) => this.opened(resumed),
-        onEvent: (event) => invalidate(this.cache, event),
+        onEvent: (event) =>
+          invalidate(this.cache, event, (account, token) =>
+            this.metering.credits.changed(account, token),
+          ),
         onDown: (lastLiveAt) => this.down(lastLiveAt),
         onError: (err) => this.report(err),
       },
@@ -70,37 +85,95 @@ export class Verifier {
 
   /**
    * The answer from the cache, synchronously, or undefined when Tessera must be asked (call
-   * verify). Allocates nothing in the usual case: answers are shared, frozen objects.
+   * verify): the token is not cached, or its credits need a lease. Allocates nothing in the
+   * usual case: answers are shared, frozen objects, and counting increments a number.
    */
   verifyCached(token: string, options?: VerifyOptions): Verification | undefined {
     const entry = this.cache.get(token)
     if (entry === undefined) return undefined
     const now = Date.now()
-    if (now >= entry.expiresAt) {
-      const answer = entry.answer
-      if (
-        !answer.valid ||
-        answer.usage !== 'tk' ||
-        answer.exp === undefined ||
-        answer.exp * 1000 > now
-      ) {
-        this.cache.delete(entry)
-        return undefined
-      }
-      // A tk past its exp stays expired: no need to ask.
-      entry.answer = refusals.TokenExpired
-      entry.expiresAt = now + Math.max(this.negativeTtlMs, 60_000)
+    if (now >= entry.expiresAt && !this.usableAfterExpiry(entry, now)) return undefined
+    const answer = check(entry, options)
+    // The usual case, inline: a valid answer without credits, counted in its minute's row.
+    const row = entry.meter?.row
+    if (answer.valid && entry.pool === undefined && row !== undefined && now < row.end) {
+      row.counts[valid] = (row.counts[valid] as number) + 1
+      return answer
     }
-    return check(entry, options)
+    return this.decide(entry, answer, options, now)
   }
 
   /** Verifies a token: from the cache, else by asking Tessera (once for concurrent callers). */
   async verify(token: string, options?: VerifyOptions): Promise<Verification> {
     const cached = this.verifyCached(token, options)
     if (cached !== undefined) return cached
-    if (!plausibleToken(token)) return refusals.TokenMalformed
+    if (!plausibleToken(token)) {
+      this.counter.count(this.metering.nobody, outcomeOfReason.TokenMalformed, Date.now())
+      return refusals.TokenMalformed
+    }
     if (this.closed) return refusals.TesseraUnavailable
-    return check(await this.lookup(token), options)
+    // Cached but short of credits here, or asked now.
+    const entry = this.cache.get(token) ?? (await this.lookup(token))
+    const decided = this.decide(entry, check(entry, options), options, Date.now())
+    if (decided !== undefined) return decided
+    const spent = await this.metering.credits.spend(entry.pool as Pool, costOf(options))
+    if (spent === 'unavailable') return refusals.TesseraUnavailable
+    const answer = spent === 'spent' ? check(entry, options) : refusals.CreditsExhausted
+    this.count(entry, answer, Date.now())
+    return answer
+  }
+
+  /**
+   * A cached entry past its time: a tk past its exp becomes TokenExpired (true: still usable);
+   * anything else is dropped, to be asked again.
+   */
+  private usableAfterExpiry(entry: Entry, now: number): boolean {
+    const answer = entry.answer
+    if (
+      !answer.valid ||
+      answer.usage !== 'tk' ||
+      answer.exp === undefined ||
+      answer.exp * 1000 > now
+    ) {
+      this.cache.delete(entry)
+      return false
+    }
+    entry.answer = refusals.TokenExpired
+    entry.expiresAt = now + Math.max(this.negativeTtlMs, 60_000)
+    return true
+  }
+
+  /** An entry's decision, counted; undefined when its credits need a lease from Tessera. */
+  private decide(
+    entry: Entry,
+    answer: Verification,
+    options: VerifyOptions | undefined,
+    now: number,
+  ): Verification | undefined {
+    const meter = entry.meter
+    if (answer.valid) {
+      const pool = entry.pool
+      if (pool !== undefined && !this.spendHere(pool, options, now)) {
+        if (!this.metering.credits.empty(pool, now)) return undefined
+        if (meter !== undefined) this.counter.count(meter, outcomeOfReason.CreditsExhausted, now)
+        return refusals.CreditsExhausted
+      }
+      if (meter !== undefined) this.counter.count(meter, valid, now)
+    } else if (meter !== undefined) {
+      this.counter.count(meter, outcomeOfReason[answer.reason], now)
+    }
+    return answer
+  }
+
+  /** Spends the cost from the leases held here; false when they hold too little. */
+  private spendHere(pool: Pool, options: VerifyOptions | undefined, now: number): boolean {
+    const cost = costOf(options)
+    return cost === 0 || this.metering.credits.trySpend(pool, cost, now)
+  }
+
+  private count(entry: Entry, answer: Verification, now: number): void {
+    if (entry.meter === undefined) return
+    this.counter.count(entry.meter, answer.valid ? valid : outcomeOfReason[answer.reason], now)
   }
 
   /** Settles once the event stream has opened for the first time (answers are cached from then). */
@@ -116,18 +189,23 @@ export class Verifier {
       streamLive: this.live,
       serving: this.everLive && !this.stale,
       lastEventId: this.stream.lastEventId,
+      ...this.metering.stats(),
     }
   }
 
-  /** Closes the event stream and the connections; later verifications fail closed. */
-  close(): void {
-    if (this.closed) return
+  /**
+   * Closes the event stream, hands back unspent leases and sends the counts not yet reported
+   * (waiting at most timeoutMs), then closes the connections; later verifications fail closed.
+   */
+  close(): Promise<void> {
+    if (this.closed) return this.closing ?? Promise.resolve()
     this.closed = true
     clearTimeout(this.staleTimer)
     this.stream.close()
-    this.transport.close()
     this.cache.clear()
     for (const w of this.readyWaiters.splice(0)) w.reject(new Error('the verifier is closed'))
+    this.closing = this.metering.close(this.timeoutMs).finally(() => this.transport.close())
+    return this.closing
   }
 
   private lookup(token: string): Promise<Entry> {
@@ -137,7 +215,7 @@ export class Verifier {
     // Kept only if no event could have made the answer outdated while it was on its way.
     const ticket = this.everLive && !this.stale ? this.cache.ticket() : undefined
     const promise = this.transport
-      .postJson('/admin/v1/introspect', { token })
+      .postJson('/admin/v1/introspect', { token, cost: 0, count: false })
       .then((body) => {
         const entry = entryOf(token, body, this.times())
         if (
@@ -163,7 +241,13 @@ export class Verifier {
   }
 
   private times(): EntryTimes {
-    return { now: Date.now(), maxAgeMs: this.maxAgeMs, negativeTtlMs: this.negativeTtlMs }
+    return {
+      now: Date.now(),
+      maxAgeMs: this.maxAgeMs,
+      negativeTtlMs: this.negativeTtlMs,
+      meterKey: (account, token) => this.metering.counter.key(account, token),
+      pool: (account, token) => this.metering.credits.pool(account, token),
+    }
   }
 
   private opened(resumed: boolean) {
@@ -196,6 +280,15 @@ export class Verifier {
     this.stale = true
     this.cache.clear()
   }
+}
+
+/** A verification's cost in credits: a whole number, 0 or more (default 1). */
+function costOf(options: VerifyOptions | undefined): number {
+  const cost = options?.cost ?? 1
+  if (!Number.isSafeInteger(cost) || cost < 0) {
+    throw new TypeError(`cost must be a whole number, 0 or more, not ${cost}`)
+  }
+  return cost
 }
 
 /** Starts a verifier: it opens its event stream at once. Call close() when done. */

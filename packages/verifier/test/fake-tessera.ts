@@ -2,8 +2,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net'
 
 /**
- * A stand-in for Tessera's two admin routes the verifier uses, over plain HTTP: introspection
- * answers from a table, and an event stream the test feeds, resumable with Last-Event-ID.
+ * A stand-in for Tessera's admin routes the verifier uses, over plain HTTP: introspection
+ * answers from a table, an event stream the test feeds (resumable with Last-Event-ID), usage
+ * reports recorded (each batch counted once), and credit leases granted from balances.
  */
 
 export const fakeKey = 'fake-operator-key-0123456789abcdefghij'
@@ -14,8 +15,34 @@ export interface FakeEvent {
   data: Record<string, unknown>
 }
 
+export interface FakeReport {
+  reporter: string
+  batch: string
+  counts: Array<{
+    minute: string
+    account: string
+    token: string
+    outcomes: Record<string, number>
+  }>
+  returned: Array<{ account: string; token?: string; amount: number; lease: string }>
+}
+
 export interface FakeTessera {
   url: string
+  /** Introspection request bodies, in order. */
+  introspectBodies: Array<Record<string, unknown>>
+  /** Every report received, retries included. */
+  reports: FakeReport[]
+  /** The reports counted: each (reporter, batch) once. */
+  counted: FakeReport[]
+  /** The next this many reports are counted but their answer is lost (the connection drops). */
+  loseReportAnswers: number
+  /** Credit balances by `account` or `account/token`; a target absent carries no credits. */
+  balances: Map<string, number>
+  /** Lease requests, in order. */
+  leaseRequests: Array<{ account: string; token?: string; want: number }>
+  /** How long a lease lasts, ms. */
+  leaseMs: number
   /** Introspection answers by token string; absent tokens are TokenRevoked. */
   answers: Map<string, Record<string, unknown>>
   introspections: string[]
@@ -62,6 +89,13 @@ export async function startFakeTessera(): Promise<FakeTessera> {
     url: '',
     answers: new Map(),
     introspections: [],
+    introspectBodies: [],
+    reports: [],
+    counted: [],
+    loseReportAnswers: 0,
+    balances: new Map(),
+    leaseRequests: [],
+    leaseMs: 60_000,
     streamRequests: [],
     delayMs: 0,
     streamDelayMs: 0,
@@ -91,6 +125,7 @@ export async function startFakeTessera(): Promise<FakeTessera> {
     for await (const chunk of req) body += chunk
     const { token } = JSON.parse(body) as { token: string }
     fake.introspections.push(token)
+    fake.introspectBodies.push(JSON.parse(body))
     if (fake.delayMs > 0) {
       await new Promise((r) => setTimeout(r, fake.delayMs))
       fake.onIntrospect?.(token)
@@ -98,6 +133,49 @@ export async function startFakeTessera(): Promise<FakeTessera> {
     const answer = fake.answers.get(token) ?? { active: false, code: 'TokenRevoked' }
     res.setHeader('content-type', 'application/json')
     res.end(JSON.stringify(answer))
+  }
+
+  const readJson = async (req: IncomingMessage) => {
+    let body = ''
+    for await (const chunk of req) body += chunk
+    return JSON.parse(body)
+  }
+  const answerJson = (res: ServerResponse, value: unknown) => {
+    res.setHeader('content-type', 'application/json')
+    res.end(JSON.stringify(value))
+  }
+  const targetOf = (t: { account: string; token?: string }) =>
+    t.token === undefined ? t.account : `${t.account}/${t.token}`
+
+  async function report(req: IncomingMessage, res: ServerResponse) {
+    const r = (await readJson(req)) as FakeReport
+    fake.reports.push(r)
+    const counted = !fake.counted.some((c) => c.reporter === r.reporter && c.batch === r.batch)
+    if (counted) {
+      fake.counted.push(r)
+      for (const lease of r.returned) {
+        const key = targetOf(lease)
+        fake.balances.set(key, (fake.balances.get(key) ?? 0) + lease.amount)
+      }
+    }
+    if (fake.loseReportAnswers > 0) {
+      fake.loseReportAnswers--
+      return void req.socket.destroy()
+    }
+    answerJson(res, { counted })
+  }
+
+  let leases = 0
+  async function lease(req: IncomingMessage, res: ServerResponse) {
+    const body = (await readJson(req)) as { account: string; token?: string; want: number }
+    fake.leaseRequests.push(body)
+    const balance = fake.balances.get(targetOf(body))
+    if (balance === undefined) return answerJson(res, { granted: null })
+    const granted = Math.min(balance, body.want)
+    fake.balances.set(targetOf(body), balance - granted)
+    if (granted === 0) return answerJson(res, { granted: 0 })
+    const expires = new Date(Date.now() + fake.leaseMs).toISOString()
+    answerJson(res, { granted, lease: `lease-${++leases}`, expires })
   }
 
   async function stream(req: IncomingMessage, res: ServerResponse) {
@@ -122,6 +200,10 @@ export async function startFakeTessera(): Promise<FakeTessera> {
     if (req.method === 'POST' && req.url === '/admin/v1/introspect')
       return void introspect(req, res)
     if (req.method === 'GET' && req.url === '/admin/v1/events') return void stream(req, res)
+    if (req.method === 'POST' && req.url === '/admin/v1/usage/reports') {
+      return void report(req, res)
+    }
+    if (req.method === 'POST' && req.url === '/admin/v1/credits/leases') return void lease(req, res)
     res.writeHead(404).end()
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))

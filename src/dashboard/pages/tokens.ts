@@ -3,20 +3,27 @@ import type { AccountRecord } from '../../accounts/service.js'
 import type { AppContext } from '../../context.js'
 import { ApiError } from '../../errors.js'
 import type { DashboardDeps } from '../deps.js'
+import { defaultPeriod, periodOf } from '../periods.js'
 import { form, formError, holderOf, redirect, sendPage } from '../reply.js'
+import type { CreditFormValues } from '../views/credits.js'
 import type { FormError } from '../views/forms.js'
 import type { SignedIn } from '../views/layout.js'
+import { tokenPageView } from '../views/token-page.js'
 import {
   deleteView,
   newTokenView,
   revealView,
   type TokenFormValues,
-  tokenPageView,
   tokensView,
 } from '../views/tokens.js'
 import { readTokenForm, tokenFields } from './token-form.js'
+import { bucketsOf, noSuchPeriod, periodAsked } from './usage-data.js'
 
 const developers = { config: { role: 'developer' as const } }
+const creditNotices: Record<string, string> = {
+  saved: 'Credits saved',
+  removed: 'Credit limit removed',
+}
 
 /** The tokens page, creating a token, a token's page and its deletion. */
 export function tokenPages(app: FastifyInstance, deps: DashboardDeps) {
@@ -76,16 +83,28 @@ function listAndCreatePages(app: FastifyInstance, { ctx }: DashboardDeps) {
   })
 }
 
-/** A token's page: its settings form and its usage of the last 30 days. */
-async function tokenPage(
+/** A token's page: its settings form, its verifications over the period, its credits. */
+export async function tokenPage(
   ctx: AppContext,
   account: AccountRecord,
-  view: { signedIn: SignedIn; values?: TokenFormValues; error?: FormError; notice?: string },
+  view: {
+    signedIn: SignedIn
+    values?: TokenFormValues
+    error?: FormError
+    notice?: string
+    creditValues?: CreditFormValues
+    creditError?: FormError
+  },
   id: string,
+  period = periodOf(defaultPeriod, ctx.tokens.now()),
 ) {
   const { tokens } = ctx
   const token = await tokens.get(account, id)
-  const usage = await ctx.usage.activity(token.id)
+  const [lastUsed, buckets, credits] = await Promise.all([
+    ctx.usage.lastUsed([token.id]),
+    bucketsOf(ctx, account, period, token.id),
+    ctx.credits.get({ account: account.username, tokenId: token.id }),
+  ])
   const values = view.values ?? {
     note: token.note,
     scopes: new Set(token.scopes),
@@ -96,7 +115,19 @@ async function tokenPage(
   const leak = (await ctx.leaks.kept(account)).get(token.id)
   const retiresAt = await tokens.retiresAt(token.id)
   const now = tokens.now()
-  return tokenPageView({ ...view, values, token, scopes, usage, now, leak, retiresAt })
+  return tokenPageView({
+    ...view,
+    values,
+    token,
+    scopes,
+    lastUsed: lastUsed.get(token.id),
+    period,
+    buckets,
+    credits,
+    now,
+    leak,
+    retiresAt,
+  })
 }
 
 /** A token's own page: change, roll and delete it. */
@@ -105,9 +136,12 @@ function tokenOwnPages(app: FastifyInstance, { ctx }: DashboardDeps) {
 
   app.get('/tokens/:id', async (request, reply) => {
     const { account, signedIn } = holderOf(request)
-    const notice = (request.query as { saved?: string }).saved === '1' ? 'Changes saved' : undefined
+    const q = request.query as { saved?: string; credits?: string }
+    const notice = q.saved === '1' ? 'Changes saved' : creditNotices[q.credits ?? '']
     const { id } = request.params as { id: string }
-    return sendPage(reply, await tokenPage(ctx, account, { signedIn, notice }, id))
+    const period = periodAsked(request, tokens.now())
+    if (period === undefined) return noSuchPeriod(reply, `/account/tokens/${id}`)
+    return sendPage(reply, await tokenPage(ctx, account, { signedIn, notice }, id, period))
   })
 
   app.post('/tokens/:id', developers, async (request, reply) => {

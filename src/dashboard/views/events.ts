@@ -39,6 +39,8 @@ const actions: Record<AuditAction, string> = {
   'admin_key.revoked': 'Admin key revoked',
   'webhook.created': 'Webhook endpoint added',
   'webhook.deleted': 'Webhook endpoint removed',
+  'credits.changed': 'Credits changed',
+  'credits.threshold': 'Credits running out',
 }
 
 export function whatHappened(e: AuditEvent): string {
@@ -58,6 +60,23 @@ const fieldNames: Record<string, string> = {
 const scopeList = (value: unknown) => {
   const scopes = strings(value)
   return scopes.length === 0 ? 'no scopes' : scopes.join(', ')
+}
+
+/** What a credits change did: `Set to 1000 · refill 1000 monthly`, `Increment 50 · 1050 left`. */
+function creditChange(d: Record<string, unknown>): string {
+  const left = typeof d.remaining === 'number' ? ` · ${d.remaining} left` : ''
+  const refill = d.refill as { interval?: unknown; amount?: unknown } | null | undefined
+  switch (d.operation) {
+    case 'set':
+      return `Set to ${String(d.remaining)}${refill?.interval === undefined ? '' : ` · refill ${String(refill.amount)} ${String(refill.interval)}`}`
+    case 'increment':
+    case 'decrement':
+      return `${d.operation === 'increment' ? 'Increment' : 'Decrement'} ${String(d.amount)}${left}`
+    case 'remove':
+      return 'Limit removed'
+    default:
+      return ''
+  }
 }
 
 /** The particulars an event's details hold, in a line; none for most. */
@@ -86,6 +105,12 @@ export function particulars(e: AuditEvent): Html | string {
     case 'member.role_changed':
     case 'portal_link.created':
       return typeof d.role === 'string' ? `Role ${d.role}` : ''
+    case 'credits.changed':
+      return creditChange(d)
+    case 'credits.threshold':
+      return typeof d.threshold === 'number' && typeof d.remaining === 'number'
+        ? `${d.threshold}% spent · ${d.remaining} left`
+        : ''
     default:
       return ''
   }

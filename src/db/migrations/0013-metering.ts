@@ -9,6 +9,8 @@ import { type Kysely, sql } from 'kysely'
 // which carry no id. One column per outcome: a row per token and bucket, not per outcome.
 // `usage_reports`: the batches verifiers reported, so that a batch sent twice counts once.
 // `credits`: a token's balance (`token_id`) or its account's (`token_id` ''), see usage/credits.
+// `credit_leases`: the leases granted to verifiers, so that a return counts once, for the
+// lease's own account and token, and in the periods it was granted in.
 // The hourly `token_usage` of validations (0003) is copied into `usage_hours` and dropped.
 // Shipped migrations are never edited; add a new one instead.
 export const outcomeColumns = [
@@ -60,7 +62,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('received', 'varchar(24)', (c) => c.notNull())
     .addPrimaryKeyConstraint('usage_reports_pk', ['reporter', 'batch'])
     .execute()
-  await db.schema.createIndex('usage_reports_by_received').on('usage_reports').column('received').execute()
+  await db.schema
+    .createIndex('usage_reports_by_received')
+    .on('usage_reports')
+    .column('received')
+    .execute()
 
   await db.schema
     .createTable('credits')
@@ -79,11 +85,37 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     // The highest threshold (percent spent) already announced in this period; 0 for none.
     .addColumn('notified', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('changed', 'varchar(24)', (c) => c.notNull())
+    // A balance the account's plan gave: the plan and its credits settings it came from
+    // (`<plan> <amount> <refill | none> <day | ->`); when they are no longer the account's, the
+    // balance follows the plan. Null: set by an operator, which no plan change touches.
+    .addColumn('plan', 'varchar(128)')
     .addPrimaryKeyConstraint('credits_pk', ['account', 'token_id'])
+    .execute()
+
+  await db.schema
+    .createTable('credit_leases')
+    // 128 random bits, base64url: what the verifier returns.
+    .addColumn('id', 'varchar(22)', (c) => c.notNull().primaryKey())
+    .addColumn('account', 'varchar(32)', (c) => c.notNull())
+    // '' for a lease of the account's balance alone (a tk).
+    .addColumn('token_id', 'varchar(25)', (c) => c.notNull())
+    // The periods of the balances it was taken from; null: that balance did not exist.
+    .addColumn('token_period', 'varchar(24)')
+    .addColumn('account_period', 'varchar(24)')
+    .addColumn('granted', 'bigint', (c) => c.notNull())
+    // What was credited back; null until the lease is returned (a lease is returned once).
+    .addColumn('returned', 'bigint')
+    .addColumn('expires', 'varchar(24)', (c) => c.notNull())
+    .execute()
+  await db.schema
+    .createIndex('credit_leases_by_expires')
+    .on('credit_leases')
+    .column('expires')
     .execute()
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
+  await db.schema.dropTable('credit_leases').execute()
   await db.schema.dropTable('credits').execute()
   await db.schema.dropTable('usage_reports').execute()
   await db.schema

@@ -1,9 +1,12 @@
 import type { Static } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
+import type { Actor } from '../../audit/events.js'
 import type { AppContext } from '../../context.js'
 import { ApiError } from '../../errors.js'
-import type { Validation } from '../../tokens/validator.js'
-import { tags } from './common.js'
+import type { Validation, ValidationCode } from '../../tokens/validator.js'
+import { outcomeOfCode } from '../../usage/attribution.js'
+import { outcomeIndex } from '../../usage/outcomes.js'
+import { operator, tags } from './common.js'
 import { adminErrors, IntrospectBody, Introspection, operatorKey } from './schemas.js'
 
 type Answer = Static<typeof Introspection>
@@ -11,10 +14,11 @@ type Valid = Extract<Validation, { code: 'TokenValid' }>
 
 const description = [
   'RFC 7662 token introspection for the APIs behind Tessera: everything a resource server needs',
-  'in one round trip. The body is JSON `{"token": "...", "token_type_hint"?: "..."}` or the',
-  "RFC's form, `application/x-www-form-urlencoded` `token=...` (a repeated field takes its",
-  'first value; the hint is ignored). A missing, empty or non-string `token`, or a body that is',
-  'neither, answers 422 `resources are invalid`.',
+  'in one round trip. The body is JSON `{"token": "...", "token_type_hint"?: "...", "ip"?: "...",',
+  '"cost"?: n, "count"?: false}` or the RFC\'s form, `application/x-www-form-urlencoded` `token=...` (a repeated',
+  'field takes its first value; the hint is ignored). A missing, empty or non-string `token`, a',
+  '`cost` that is not a whole number of 0 or more, or a body that is neither, answers 422',
+  '`resources are invalid`.',
   "The rules are retrieve's (`GET /tokens/v2`), and `code` is what retrieve says of the same",
   'string. An active token answers `{active: true, scope, username, token_type: "Bearer", exp',
   '(tk only), iat, client_id, id (pk and sk), usage, allowedUrls (when restricted), code:',
@@ -23,21 +27,31 @@ const description = [
   'objects and retrieve say it; `id` is the token id, which a tk does not carry (it names no',
   'parent token), so a tk has none. Any other token answers `{active: false, code}` and nothing',
   'more: `TokenMalformed`, `TokenInvalid`, `TokenExpired`, or `TokenRevoked` (deleted, or its',
-  'account disabled or deleted). Counted as a validation, like retrieve. Tessera: with `ip`',
-  "(the caller's client address), a valid token restricted to IP ranges (`allowedIps`) that do",
-  'not hold it answers `{active: false, code: "TokenValid", reason: "ip_not_allowed"}`.',
+  "account disabled or deleted). Tessera: with `ip` (the caller's client address), a valid",
+  'token restricted to IP ranges (`allowedIps`) that do not hold it answers `{active: false,',
+  'code: "TokenValid", reason: "ip_not_allowed"}`.',
+  'Credits (docs/credits.md): when the token or its account carries credits, an active answer',
+  'spends `cost` of both (default 1; 0 spends nothing) and adds `credits: {token?, account?}`,',
+  'the balances after; when either is short, nothing is spent and the answer is `{active:',
+  'false, code: "TokenValid", reason: "credits_exhausted"}`.',
+  'Every introspection is counted once in the usage by its outcome: valid, malformed, invalid,',
+  'expired, revoked, ip_not_allowed or credits_exhausted; with `count: false` it is not (a',
+  'verifier asks so, as it reports each of its own decisions).',
 ].join(' ')
 
 const inactive = (code: Validation['code']): Answer => ({ active: false, code })
 
-/** The first `token` and `token_type_hint` of a form; nothing else of it is kept. */
+/** The first `token`, `token_type_hint`, `ip` and `cost` of a form; nothing else is kept. */
 function formFields(body: string) {
   const form = new URLSearchParams(body)
-  const fields: Record<string, string> = {}
-  for (const name of ['token', 'token_type_hint', 'ip']) {
+  const fields: Record<string, string | number> = {}
+  for (const name of ['token', 'token_type_hint', 'ip', 'cost']) {
     const value = form.get(name)
     if (value !== null) fields[name] = value
   }
+  // A whole number as JSON gives it; anything else stays text, which the schema refuses.
+  const cost = fields.cost
+  if (typeof cost === 'string' && /^[0-9]{1,15}$/.test(cost)) fields.cost = Number(cost)
   return fields
 }
 
@@ -103,6 +117,42 @@ async function describeToken(ctx: AppContext, validation: Valid): Promise<Answer
   }
 }
 
+/** The answer to a validation: described, refused for its address, or charged its cost. */
+async function introspect(
+  ctx: AppContext,
+  validation: Validation,
+  { ip, cost = 1 }: Static<typeof IntrospectBody>,
+  actor: Actor,
+): Promise<Answer> {
+  if (validation.code !== 'TokenValid') return inactive(validation.code)
+  // Valid, but not from where the caller's client is (Tessera's allowedIps).
+  const within = validation.principal.allowedIps
+  if (ip !== undefined && within !== undefined && !within(ip)) {
+    return { active: false, code: 'TokenValid', reason: 'ip_not_allowed' }
+  }
+  const answer = await describeToken(ctx, validation)
+  if (!answer.active || answer.username === undefined) return answer
+  const spent = await ctx.credits.spend(answer.username, answer.id, cost, actor)
+  if (spent === undefined) return answer
+  if (!spent.ok) return { active: false, code: 'TokenValid', reason: 'credits_exhausted' }
+  const { token, account } = spent
+  return {
+    ...answer,
+    credits: {
+      ...(token === undefined ? {} : { token }),
+      ...(account === undefined ? {} : { account }),
+    },
+  }
+}
+
+/** The outcome an answer is counted as. */
+const outcomeOf = (answer: Answer): number =>
+  answer.active
+    ? outcomeIndex.valid
+    : answer.reason !== undefined
+      ? outcomeIndex[answer.reason]
+      : outcomeOfCode[answer.code as ValidationCode]
+
 /** `POST /admin/v1/introspect`: a token string as RFC 7662 describes it, for operators only. */
 export function introspectRoutes(app: FastifyInstance, ctx: AppContext): void {
   // Its own context: the form parser serves this route only, never the token API.
@@ -126,16 +176,13 @@ export function introspectRoutes(app: FastifyInstance, ctx: AppContext): void {
         },
       },
       async (request) => {
-        const { token, ip } = request.body as Static<typeof IntrospectBody>
-        const validation = await ctx.tokens.validate(token)
+        const body = request.body as Static<typeof IntrospectBody>
+        const validation = await ctx.tokens.validate(body.token)
         ctx.metrics.validated(validation)
-        if (validation.code !== 'TokenValid') return inactive(validation.code)
-        // Valid, but not from where the caller's client is (Tessera's allowedIps).
-        const within = validation.principal.allowedIps
-        if (ip !== undefined && within !== undefined && !within(ip)) {
-          return { active: false, code: 'TokenValid', reason: 'ip_not_allowed' as const }
-        }
-        return describeToken(ctx, validation)
+        const answer = await introspect(ctx, validation, body, operator(request))
+        // A verifier asks with `count: false`: it reports each of its decisions itself.
+        if (body.count !== false) ctx.usage.countValidation(validation, outcomeOf(answer))
+        return answer
       },
     )
   })

@@ -154,6 +154,21 @@ export const IntrospectBody = Type.Object(
         description: "Tessera: the caller's client address, checked against the token's allowedIps",
       }),
     ),
+    cost: Type.Optional(
+      Type.Integer({
+        ...resources,
+        minimum: 0,
+        maximum: Number.MAX_SAFE_INTEGER,
+        description: 'Tessera: the credits this use spends (default 1; 0 spends none)',
+      }),
+    ),
+    count: Type.Optional(
+      Type.Boolean({
+        ...resources,
+        description:
+          'Tessera: count this check in the usage (default true); a verifier sends false, as it reports its own decisions',
+      }),
+    ),
   },
   resources,
 )
@@ -188,9 +203,17 @@ export const Introspection = Type.Object({
     Type.Array(Type.String(), { description: 'pk and sk: only when restricted to IP ranges' }),
   ),
   reason: Type.Optional(
-    Type.Literal('ip_not_allowed', {
-      description: 'Inactive although valid: `ip` was given and is outside its allowedIps',
+    Type.Union([Type.Literal('ip_not_allowed'), Type.Literal('credits_exhausted')], {
+      description:
+        'Inactive although valid: `ip_not_allowed`, `ip` was given and is outside its ' +
+        'allowedIps; `credits_exhausted`, the token or its account has less than `cost` left',
     }),
+  ),
+  credits: Type.Optional(
+    Type.Object(
+      { token: Type.Optional(Type.Integer()), account: Type.Optional(Type.Integer()) },
+      { description: "A metered token: the balances after this use (the token's, the account's)" },
+    ),
   ),
 })
 

@@ -62,8 +62,9 @@ function listAndUsage(app: FastifyInstance, ctx: AppContext) {
       schema: {
         summary: "A token's last use and validations per hour",
         description:
-          'The last 30 days, as written about once a minute. 404 `No such user` when the ' +
-          'account does not exist, 404 `Not found` when it has no token with this id.',
+          'Its valid validations per hour of the last 30 days, as written about once a minute ' +
+          '(every outcome: `GET /accounts/{username}/usage?token=`). 404 `No such user` when ' +
+          'the account does not exist, 404 `Not found` when it has no token with this id.',
         tags,
         security: operatorKey,
         params: TokenParams,
@@ -74,7 +75,7 @@ function listAndUsage(app: FastifyInstance, ctx: AppContext) {
       const { username, token_id } = request.params as Static<typeof TokenParams>
       const account = await ctx.accounts.get(username)
       const token = await ctx.tokens.get(account, token_id)
-      const { lastUsed, hours } = await ctx.usage.activity(token.id)
+      const { lastUsed, hours } = await ctx.usage.activity(token.id, account.username)
       return { lastUsed: lastUsed ?? null, hours }
     },
   )

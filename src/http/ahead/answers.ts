@@ -2,9 +2,8 @@ import type { AppContext } from '../../context.js'
 import { ApiError } from '../../errors.js'
 import { isoTime } from '../../time.js'
 import type { ParsedToken } from '../../tokens/codec.js'
-import { rateKeyOf } from '../../tokens/principal.js'
 import type { Validation } from '../../tokens/validator.js'
-import { andThen, type HeaderSink, rateLimit } from '../guard.js'
+import { andThen, type HeaderSink, meteredLimit, rateLimit } from '../guard.js'
 import type { Valid } from './admission.js'
 import { jsonType } from './base.js'
 
@@ -41,14 +40,20 @@ function buildBody(parsed: ParsedToken) {
 
 /**
  * Retrieve's answer to a valid token: counted against its account's limit (the limit's headers
- * go to `sink`), then its body. Shared by the route and the fast path.
+ * go to `sink`), then its body. Shared by the route and the fast path. Metered once: valid, or
+ * rate_limited when refused with 429 (see `meteredLimit`).
  */
 export function answerValid(ctx: AppContext, validation: Valid, sink: HeaderSink) {
   ctx.metrics.validated(validation)
-  return andThen(rateLimit(ctx, sink, rateKeyOf(validation.principal)), () => {
-    sink.header('content-type', jsonType)
-    return `{"code":"TokenValid","token":${tokenJson(validation.parsed)}}`
-  })
+  const limited = meteredLimit(ctx, sink, validation)
+  if (!(limited instanceof Promise)) return validBody(ctx, validation, sink)
+  return limited.then(() => validBody(ctx, validation, sink))
+}
+
+function validBody(ctx: AppContext, validation: Valid, sink: HeaderSink) {
+  ctx.usage.countValidation(validation)
+  sink.header('content-type', jsonType)
+  return `{"code":"TokenValid","token":${tokenJson(validation.parsed)}}`
 }
 
 /**
@@ -61,7 +66,10 @@ export function answerInvalid(
   ip: string | undefined,
   sink: HeaderSink,
 ) {
-  if (validation !== undefined) ctx.metrics.validated(validation)
+  if (validation !== undefined) {
+    ctx.metrics.validated(validation)
+    ctx.usage.countValidation(validation)
+  }
   return andThen(rateLimit(ctx, sink, `ip:${ip}`), () => {
     if (validation === undefined) throw new ApiError('accessTokenRequired')
     sink.header('content-type', jsonType)

@@ -7,10 +7,10 @@ import type { AccountRecord } from '../../db/repositories.js'
 import { ApiError } from '../../errors.js'
 import { jsonString } from '../../json.js'
 import type { TemporaryResult } from '../../tokens/creation.js'
-import { type Principal, rateKeyOf } from '../../tokens/principal.js'
+import type { Principal } from '../../tokens/principal.js'
 import type { Validation } from '../../tokens/validator.js'
 import { principalActor } from '../actor.js'
-import { type HeaderSink, rateLimit } from '../guard.js'
+import { type HeaderSink, meteredLimit } from '../guard.js'
 import { limits } from '../limits.js'
 import { CreateBody } from '../schemas.js'
 import { parseBody, validatorCompiler } from '../validation.js'
@@ -114,7 +114,7 @@ function atBodyEnd(ctx: AppContext, base: FastPathBase) {
     ip: string,
     raw: Buffer,
   ) => {
-    // Counted here: once a request, here or by the guard it is handed to.
+    // Validated here once a request, then metered here or by the guard it is handed to.
     let validation: Validation | Promise<Validation>
     try {
       validation = ctx.tokens.validate(token)
@@ -134,7 +134,9 @@ function atBodyEnd(ctx: AppContext, base: FastPathBase) {
     const { requestId, headers, send, fail } = base.answering(req, res, 'POST', route, start)
     ctx.metrics.validated(validation)
     const create = async () => {
-      await rateLimit(ctx, headers, rateKeyOf(principal))
+      // Metered as the guard meters it: rate_limited, or valid.
+      await meteredLimit(ctx, headers, validation)
+      ctx.usage.countValidation(validation)
       const account = await ctx.accounts.find(username)
       if (account === undefined) throw new ApiError('noSuchUser')
       const actor = principalActor(principal, ip, requestId())

@@ -1,0 +1,77 @@
+import { Credits } from './credits.js'
+import { defaults, type VerifierOptions } from './options.js'
+import { Reporter, type ReporterStats } from './reporter.js'
+import type { Transport } from './transport.js'
+import { type MeterKey, UsageCounter } from './usage.js'
+
+/**
+ * What a verifier counts and spends: the counts of its decisions, reported every reportEveryMs,
+ * and the credits it holds in leases, handed back (with a report) within a second of their end.
+ */
+export class Metering {
+  readonly counter: UsageCounter
+  readonly reporter: Reporter
+  readonly credits: Credits
+  /** Malformed and invalid strings name nobody: counted for ('', ''). */
+  readonly nobody: MeterKey
+  private readonly timer: NodeJS.Timeout
+  private readonly reportEveryMs: number
+  private nextReportAt: number
+
+  constructor(
+    transport: Transport,
+    options: VerifierOptions,
+    onError: (err: Error) => void,
+    emptyForMs: number,
+  ) {
+    const reportEveryMs = options.reportEveryMs ?? defaults.reportEveryMs
+    const maxPendingRows = options.maxPendingRows ?? defaults.maxPendingRows
+    const maxKeys = 2 * (options.maxEntries ?? defaults.maxEntries) + 1024
+    this.counter = new UsageCounter(reportEveryMs > 0, maxPendingRows, maxKeys, () =>
+      this.reporter.cut(),
+    )
+    this.nobody = this.counter.key('', '')
+    this.reporter = new Reporter(transport, this.counter, maxPendingRows, onError, options.reporter)
+    const maxLease = options.maxLeaseCredits ?? defaults.maxLeaseCredits
+    this.credits = new Credits(transport, (lease) => this.reporter.giveBack(lease), onError, {
+      firstLease: Math.min(defaults.firstLeaseCredits, maxLease),
+      maxLease,
+      emptyForMs,
+    })
+    this.reportEveryMs = reportEveryMs
+    this.nextReportAt = Date.now() + reportEveryMs
+    this.timer = setInterval(() => this.tick(), Math.min(reportEveryMs || 1000, 1000))
+    this.timer.unref()
+  }
+
+  stats(): ReporterStats & { creditsHeld: number } {
+    return { ...this.reporter.stats(), creditsHeld: this.credits.held() }
+  }
+
+  /** Sends the counts not yet reported and hands back every lease, waiting at most `waitMs`. */
+  async close(waitMs: number): Promise<void> {
+    clearInterval(this.timer)
+    let timer: NodeJS.Timeout | undefined
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, waitMs)
+    })
+    const last = async () => {
+      // A lease on its way is handed back too.
+      await this.credits.idle()
+      this.credits.sweep(Date.now(), true)
+      await this.reporter.report()
+    }
+    await Promise.race([last(), bound])
+    clearTimeout(timer)
+  }
+
+  /** Hands back ended leases; reports when due, or at once when there are leases to hand back. */
+  private tick(): void {
+    const now = Date.now()
+    this.credits.sweep(now)
+    const due = this.reportEveryMs > 0 && now >= this.nextReportAt
+    if (!due && !this.reporter.returning) return
+    if (due) this.nextReportAt = now + this.reportEveryMs
+    void this.reporter.report()
+  }
+}

@@ -1,0 +1,177 @@
+import { randomBytes } from 'node:crypto'
+import { hostname } from 'node:os'
+import { TesseraUnreachableError, type Transport } from './transport.js'
+import type { UsageCounter, UsageRow } from './usage.js'
+
+/** A lease's unspent credits, handed back to Tessera in a report. */
+export interface ReturnedLease {
+  account: string
+  token?: string
+  amount: number
+  lease: string
+}
+
+interface Batch {
+  readonly id: string
+  readonly counts: UsageRow[]
+  readonly returned: ReturnedLease[]
+}
+
+export interface ReporterStats {
+  /** Count rows waiting to be reported (cut into batches or still open). */
+  pendingRows: number
+  /** Batches waiting for Tessera's 200. */
+  pendingBatches: number
+  /** Count rows dropped, the oldest first, because more than maxPendingRows were waiting. */
+  droppedRows: number
+  /** Batches Tessera answered 200 (counted now, or already counted before). */
+  batchesSent: number
+  /** Report requests that failed (each is sent again, with its id). */
+  failedReports: number
+}
+
+export const reportPath = '/admin/v1/usage/reports'
+/** Tessera takes at most this many count rows, and as many returned leases, per report. */
+const maxBatchRows = 10_000
+const idShape = /[^A-Za-z0-9._:-]/g
+
+/** A reporter name of Tessera's alphabet: the host, the process and a random part. */
+export function defaultReporter(): string {
+  const host = hostname().replace(idShape, '-').slice(0, 40) || 'host'
+  return `${host}:${process.pid}:${randomBytes(6).toString('hex')}`
+}
+
+/** A refusal that sending again cannot change (the batch is then dropped, and said so). */
+const permanent = (err: unknown) =>
+  err instanceof TesseraUnreachableError &&
+  err.status !== undefined &&
+  err.status >= 400 &&
+  err.status < 500 &&
+  ![401, 403, 408, 429].includes(err.status)
+
+/**
+ * Cuts counts (and leases to return) into batches and sends them to `POST /admin/v1/usage/reports`
+ * in order, one at a time. A batch keeps its id until Tessera answers 200, so a batch whose
+ * answer was lost is sent again and counted once; what comes meanwhile goes to later batches.
+ */
+export class Reporter {
+  readonly reporter: string
+  private readonly queue: Batch[] = []
+  private returned: ReturnedLease[] = []
+  private sending: Promise<void> | undefined
+  private inFlight: Batch | undefined
+  private seq = 0
+  private queuedRows = 0
+  private droppedRows = 0
+  private batchesSent = 0
+  private failedReports = 0
+
+  constructor(
+    private readonly transport: Transport,
+    private readonly counter: UsageCounter,
+    private readonly maxPendingRows: number,
+    private readonly onError: (err: Error) => void,
+    reporter: string | undefined,
+  ) {
+    if (reporter !== undefined && !/^[A-Za-z0-9._:-]{1,64}$/.test(reporter)) {
+      throw new TypeError('reporter must be 1 to 64 characters of A-Z a-z 0-9 . _ : -')
+    }
+    this.reporter = reporter ?? defaultReporter()
+  }
+
+  stats(): ReporterStats {
+    return {
+      pendingRows: this.queuedRows + this.counter.openRows,
+      pendingBatches: this.queue.length,
+      droppedRows: this.droppedRows,
+      batchesSent: this.batchesSent,
+      failedReports: this.failedReports,
+    }
+  }
+
+  /** Leases are waiting to be handed back. */
+  get returning(): boolean {
+    return this.returned.length > 0
+  }
+
+  /** Hands a lease's unspent credits back with the next report. */
+  giveBack(lease: ReturnedLease): void {
+    this.returned.push(lease)
+  }
+
+  /** Takes the counts so far (and leases to return) into new batches, then bounds the queue. */
+  cut(): void {
+    const rows = this.counter.take()
+    const returned = this.returned
+    this.returned = []
+    const n = Math.max(rows.length, returned.length)
+    for (let i = 0; i < n; i += maxBatchRows) {
+      const counts = rows.slice(i, i + maxBatchRows)
+      this.queue.push({
+        id: String(++this.seq),
+        counts,
+        returned: returned.slice(i, i + maxBatchRows),
+      })
+      this.queuedRows += counts.length
+    }
+    this.bound()
+  }
+
+  /** Cuts and sends everything queued, in order; stops at the first failure (kept for later). */
+  report(): Promise<void> {
+    this.cut()
+    return this.flush()
+  }
+
+  flush(): Promise<void> {
+    this.sending ??= this.sendAll().finally(() => {
+      this.sending = undefined
+    })
+    return this.sending
+  }
+
+  private async sendAll(): Promise<void> {
+    for (let batch = this.queue[0]; batch !== undefined; batch = this.queue[0]) {
+      this.inFlight = batch
+      try {
+        await this.transport.postJson(reportPath, {
+          reporter: this.reporter,
+          batch: batch.id,
+          counts: batch.counts,
+          returned: batch.returned,
+        })
+        this.batchesSent++
+      } catch (err) {
+        this.failedReports++
+        this.onError(err as Error)
+        if (!permanent(err)) return
+      } finally {
+        this.inFlight = undefined
+      }
+      if (this.queue[0] === batch) {
+        this.queue.shift()
+        this.queuedRows -= batch.counts.length
+      }
+    }
+  }
+
+  /** Drops the oldest rows past maxPendingRows (never from the batch on its way). */
+  private bound(): void {
+    let excess = this.queuedRows - this.maxPendingRows
+    let i = 0
+    while (excess > 0 && i < this.queue.length) {
+      const batch = this.queue[i] as Batch
+      if (batch === this.inFlight) {
+        i++
+        continue
+      }
+      const n = Math.min(excess, batch.counts.length)
+      batch.counts.splice(0, n)
+      excess -= n
+      this.queuedRows -= n
+      this.droppedRows += n
+      if (batch.counts.length === 0 && batch.returned.length === 0) this.queue.splice(i, 1)
+      else i++
+    }
+  }
+}

@@ -1,0 +1,190 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { createVerifier, type Verifier, type VerifierOptions } from '../src/index.js'
+import { active, type FakeTessera, fakeKey, startFakeTessera, tokenOf } from './fake-tessera.js'
+
+/** Counting every decision by outcome, and reporting the counts to Tessera in batches. */
+
+let tessera: FakeTessera
+let verifier: Verifier
+
+const pk = tokenOf('pk', { u: 'acme', a: 'cpk' })
+const restricted = tokenOf('pk', { u: 'acme', a: 'curl' })
+const fenced = tokenOf('sk', { u: 'acme', a: 'cip' })
+const revoked = tokenOf('pk', { u: 'globex', a: 'cgone' })
+const forged = tokenOf('pk', { u: 'acme', a: 'cpk' }, 7)
+const T = Date.parse('2026-11-27T10:05:30.000Z')
+const minute = '2026-11-27T10:05:00.000Z'
+
+async function start(options: Partial<VerifierOptions> = {}) {
+  verifier = createVerifier({ url: tessera.url, adminKey: fakeKey, onError: () => {}, ...options })
+  await verifier.ready()
+}
+
+const until = (what: () => boolean) =>
+  vi.waitFor(() => expect(what()).toBe(true), { timeout: 5000 })
+
+beforeEach(async () => {
+  tessera = await startFakeTessera()
+  tessera.answers.set(
+    pk,
+    active({ username: 'acme', usage: 'pk', id: 'cpk', scope: 'styles:read' }),
+  )
+  tessera.answers.set(
+    restricted,
+    active({ username: 'acme', usage: 'pk', id: 'curl', scope: '', allowedUrls: ['example.com'] }),
+  )
+  tessera.answers.set(
+    fenced,
+    active({ username: 'acme', usage: 'sk', id: 'cip', scope: '', allowedIps: ['10.0.0.0/8'] }),
+  )
+  tessera.answers.set(forged, { active: false, code: 'TokenInvalid' })
+})
+
+afterEach(async () => {
+  vi.useRealTimers()
+  await verifier?.close()
+  await tessera.stop()
+})
+
+describe('counting', () => {
+  it('counts each decision once per account, token and minute, by outcome', async () => {
+    await start({ reportEveryMs: 3_600_000 })
+    vi.useFakeTimers({ toFake: ['Date'] })
+    vi.setSystemTime(T)
+    const exp = Math.floor(T / 1000) - 10
+    const expired = tokenOf('tk', { u: 'acme', exp, iat: exp - 60, scopes: [] })
+    tessera.answers.set(expired, { active: false, code: 'TokenExpired' })
+    // valid x3 (one asked, two cached), scope_missing x1
+    await verifier.verify(pk, { scope: 'styles:read' })
+    verifier.verifyCached(pk)
+    await verifier.verify(pk)
+    await verifier.verify(pk, { scope: 'tokens:write' })
+    await verifier.verify(restricted, { origin: 'https://evil.net' })
+    await verifier.verify(restricted, { origin: 'https://example.com' })
+    await verifier.verify(fenced, { ip: '192.168.1.1' })
+    await verifier.verify(revoked)
+    verifier.verifyCached(revoked)
+    await verifier.verify(expired)
+    await verifier.verify(forged)
+    await verifier.verify('not-a-token')
+    await verifier.verify('pk.x.y.z')
+    expect(verifier.stats()).toMatchObject({ pendingRows: 6, pendingBatches: 0 })
+    await verifier.close()
+    expect(tessera.counted).toHaveLength(1)
+    const [report] = tessera.counted
+    expect(report?.batch).toBe('1')
+    expect(report?.returned).toEqual([])
+    const rows = (report?.counts ?? []).map(({ account, token, outcomes, minute: m }) => ({
+      at: `${account}/${token}@${m}`,
+      outcomes,
+    }))
+    expect(rows.sort((a, b) => a.at.localeCompare(b.at))).toEqual([
+      { at: `/@${minute}`, outcomes: { malformed: 2, invalid: 1 } },
+      { at: `acme/@${minute}`, outcomes: { expired: 1 } },
+      { at: `acme/cip@${minute}`, outcomes: { ip_not_allowed: 1 } },
+      { at: `acme/cpk@${minute}`, outcomes: { valid: 3, scope_missing: 1 } },
+      { at: `acme/curl@${minute}`, outcomes: { valid: 1, url_not_allowed: 1 } },
+      { at: `globex/cgone@${minute}`, outcomes: { revoked: 2 } },
+    ])
+  })
+
+  it('splits counts by minute and does not count TesseraUnavailable', async () => {
+    await start({ reportEveryMs: 3_600_000 })
+    vi.useFakeTimers({ toFake: ['Date'] })
+    vi.setSystemTime(T)
+    await verifier.verify(pk)
+    vi.setSystemTime(T + 30_000) // the next minute
+    verifier.verifyCached(pk)
+    verifier.verifyCached(pk)
+    await tessera.stop()
+    const other = tokenOf('pk', { u: 'acme', a: 'cnew' })
+    expect(await verifier.verify(other)).toEqual({ valid: false, reason: 'TesseraUnavailable' })
+    await tessera.restart()
+    await verifier.close()
+    expect(tessera.counted.flatMap((r) => r.counts)).toEqual([
+      { minute, account: 'acme', token: 'cpk', outcomes: { valid: 1 } },
+      { minute: '2026-11-27T10:06:00.000Z', account: 'acme', token: 'cpk', outcomes: { valid: 2 } },
+    ])
+  })
+
+  it('counts nothing with reportEveryMs 0', async () => {
+    await start({ reportEveryMs: 0 })
+    await verifier.verify(pk)
+    await verifier.verify('garbage')
+    expect(verifier.stats().pendingRows).toBe(0)
+    await verifier.close()
+    expect(tessera.reports).toEqual([])
+  })
+})
+
+describe('reports', () => {
+  it('sends a batch every reportEveryMs as the wire format says, with a reporter name', async () => {
+    await start({ reportEveryMs: 100, reporter: 'api-1:eu' })
+    await verifier.verify(pk)
+    await until(() => tessera.counted.length === 1)
+    await verifier.verify(pk)
+    await until(() => tessera.counted.length === 2)
+    expect(tessera.counted.map((r) => [r.reporter, r.batch])).toEqual([
+      ['api-1:eu', '1'],
+      ['api-1:eu', '2'],
+    ])
+    expect(tessera.counted[1]?.counts).toEqual([
+      { minute: expect.any(String), account: 'acme', token: 'cpk', outcomes: { valid: 1 } },
+    ])
+    // Nothing counted: nothing sent.
+    await new Promise((r) => setTimeout(r, 300))
+    expect(tessera.reports).toHaveLength(2)
+    expect(verifier.stats()).toMatchObject({ batchesSent: 2, pendingRows: 0, failedReports: 0 })
+    expect(() => createVerifier({ url: tessera.url, adminKey: fakeKey, reporter: 'a b' })).toThrow(
+      /reporter must be/,
+    )
+  })
+
+  it('sends a batch whose answer was lost again with its id: counted once', async () => {
+    await start({ reportEveryMs: 100 })
+    tessera.loseReportAnswers = 1
+    await verifier.verify(pk)
+    await until(() => tessera.reports.length === 2)
+    verifier.verifyCached(pk)
+    await until(() => tessera.counted.length === 2)
+    const [first, again, next] = tessera.reports
+    expect(again).toEqual(first)
+    expect(first?.counts).toEqual([expect.objectContaining({ outcomes: { valid: 1 } })])
+    expect(next?.batch).toBe('2')
+    expect(tessera.counted.map((r) => r.batch)).toEqual(['1', '2'])
+    expect(verifier.stats()).toMatchObject({ failedReports: 1, batchesSent: 2 })
+  })
+
+  it('keeps counts while Tessera cannot be reached, and sends them once it can', async () => {
+    await start({ reportEveryMs: 100 })
+    await verifier.verify(pk)
+    await tessera.stop()
+    for (let i = 0; i < 4; i++) verifier.verifyCached(pk)
+    await until(() => verifier.stats().failedReports >= 2)
+    expect(verifier.stats().pendingRows).toBeGreaterThan(0)
+    await tessera.restart()
+    await until(() => verifier.stats().pendingBatches === 0)
+    const valid = tessera.counted.flatMap((r) => r.counts).map((c) => c.outcomes.valid)
+    expect(valid.reduce((a, b) => (a ?? 0) + (b ?? 0), 0)).toBe(5)
+  })
+
+  it('keeps at most maxPendingRows, dropping the oldest', async () => {
+    await start({ reportEveryMs: 3_600_000, maxPendingRows: 3 })
+    vi.useFakeTimers({ toFake: ['Date'] })
+    vi.setSystemTime(T)
+    await verifier.verify(pk)
+    // One row a minute: 7 minutes, 3 kept in batches and 1 still open.
+    for (let m = 1; m < 7; m++) {
+      vi.setSystemTime(T + m * 60_000)
+      verifier.verifyCached(pk)
+    }
+    expect(verifier.stats()).toMatchObject({ droppedRows: 3, pendingRows: 4, pendingBatches: 1 })
+    // Closing cuts the open row too: 4 waiting, the oldest goes.
+    await verifier.close()
+    expect(verifier.stats().droppedRows).toBe(4)
+    expect(tessera.counted.flatMap((r) => r.counts.map((c) => c.minute))).toEqual(
+      [4, 5, 6].map((m) => new Date(T - 30_000 + m * 60_000).toISOString()),
+    )
+    expect(tessera.counted.map((r) => r.batch)).toEqual(['2', '3'])
+  })
+})

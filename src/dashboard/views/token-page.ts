@@ -1,0 +1,119 @@
+import type { Scope } from '../../scopes/catalog.js'
+import type { LeakEvidence } from '../../tokens/leaks.js'
+import type { TokenView } from '../../tokens/service.js'
+import type { Bucket, Period } from '../periods.js'
+import { periodLinks, usageChart } from './chart.js'
+import { type CreditFormValues, type CreditsShown, tokenCreditsCard } from './credits.js'
+import { alert, copyable, csrf, type FormError, notice, time } from './forms.js'
+import { html } from './html.js'
+import { layout, type SignedIn } from './layout.js'
+import { fields, leakReport, type TokenFormValues } from './tokens.js'
+import { lastUsedText } from './usage.js'
+
+/**
+ * A leaked token kept (a pk reported by anyone, a restricted pk, or any token under
+ * LEAKED_TOKENS=flag): the holder is told where it was found, and what to do.
+ */
+const leakBanner = (e: LeakEvidence, usage: 'pk' | 'sk') =>
+  html`<div role="alert" class="error leak"><p><strong>This token was reported leaked</strong> (${time(e.at)}): it was found where others can see it. Roll it below and give your applications the new string.</p>
+<p>It was ${leakReport(e)}.</p>${
+    usage === 'pk'
+      ? html`
+<p>A public token is made to be seen in web pages, so this may be where you put it: restrict it to your sites with Allowed URLs, or roll it if it should not be there. An anonymous report never revokes a public token.</p>`
+      : ''
+  }</div>`
+
+/** A rolled token in its grace period: the token that replaced it is the one to change. */
+const retiringNotice = (retiresAt: number) =>
+  html`<p role="status" class="notice">This token was rolled: it works until ${time(new Date(retiresAt).toISOString())}, then ends. Roll or change the token that replaced it.</p>`
+
+export function tokenPageView(v: {
+  signedIn: SignedIn
+  /** When, where and by whom it was reported leaked, if it was and was kept. */
+  leak?: LeakEvidence
+  /** A rolled token's end (epoch ms): it cannot be rolled again. */
+  retiresAt?: number
+  token: TokenView
+  scopes: readonly Scope[]
+  values: TokenFormValues
+  /** When it was last used (ctx.usage.lastUsed). */
+  lastUsed?: string
+  /** Its verifications by outcome over the period chosen. */
+  period: Period
+  buckets: readonly Bucket[]
+  now: number
+  /** The token's own credits, and the credits form as typed, with its error. */
+  credits: CreditsShown | undefined
+  creditValues?: CreditFormValues
+  creditError?: FormError
+  error?: FormError
+  notice?: string
+}) {
+  const t = v.token
+  return layout(
+    { title: t.note !== '' ? t.note : t.id, signedIn: v.signedIn, section: 'tokens' },
+    html`${v.leak === undefined ? '' : leakBanner(v.leak, t.usage)}${v.retiresAt === undefined ? '' : retiringNotice(v.retiresAt)}${notice(v.notice)}${alert(v.error)}
+<dl class="facts">
+  <dt>Id</dt><dd><code>${t.id}</code></dd>
+  <dt>Usage</dt><dd>${t.usage === 'pk' ? 'public (pk)' : 'secret (sk)'}${t.default ? ', the default token' : ''}</dd>
+  <dt>Created</dt><dd>${time(t.created)}</dd>
+  <dt>Modified</dt><dd>${time(t.modified)}</dd>
+  <dt>Last used</dt><dd>${lastUsedText(v.lastUsed, t.created, v.now)}</dd>
+  <dt>Token</dt><dd>${t.token === undefined ? 'A secret token is shown only once, when it is created.' : copyable('token-string', t.token)}</dd>
+</dl>
+<p class="visually-hidden" id="copy-status" role="status"></p>
+<section aria-labelledby="usage-heading" class="card">
+  <div class="card-head">
+    <h2 id="usage-heading">Verifications</h2>
+    ${periodLinks(`/account/tokens/${t.id}`, v.period)}
+  </div>
+  ${usageChart(v.period, v.buckets)}
+</section>
+${tokenCreditsCard({ signedIn: v.signedIn, action: `/account/tokens/${t.id}/credits`, credits: v.credits, values: v.creditValues, error: v.creditError })}
+${v.signedIn.role === 'viewer' ? readOnly(t) : editable(v)}`,
+  )
+}
+
+/** A viewer's view of a token's settings: text, no form. */
+const readOnly = (t: TokenView) => html`<section aria-labelledby="settings-heading" class="card">
+  <h2 id="settings-heading">Settings</h2>
+  <dl class="facts">
+    <dt>Note</dt><dd>${t.note === '' ? html`<span class="none">none</span>` : t.note}</dd>
+    <dt>Scopes</dt><dd>${t.scopes.length === 0 ? html`<span class="none">none</span>` : t.scopes.join(', ')}</dd>
+    <dt>Allowed URLs</dt><dd>${t.allowedUrls === undefined || t.allowedUrls.length === 0 ? html`<span class="none">anywhere</span>` : t.allowedUrls.join(', ')}</dd>
+    <dt>Allowed IP addresses</dt><dd>${t.allowedIps === undefined ? html`<span class="none">any</span>` : t.allowedIps.join(', ')}</dd>
+  </dl>
+  <p class="hint">You are a viewer in this account: developers and owners change tokens.</p>
+</section>`
+
+const editable = (v: Parameters<typeof tokenPageView>[0]) => {
+  const t = v.token
+  return html`<form method="post" action="/account/tokens/${t.id}" class="card" novalidate>
+  ${csrf(v.signedIn.csrf)}
+  ${fields(v.scopes, v.values)}
+  <button type="submit">Save changes</button>
+</form>
+${
+  v.retiresAt !== undefined
+    ? ''
+    : html`<form method="post" action="/account/tokens/${t.id}/roll" class="card" novalidate>
+  ${csrf(v.signedIn.csrf)}
+  <h2>Roll this token</h2>
+  <p class="hint">A new token takes its place: a new string, the same note, scopes and allowed URLs. Give your applications the new string; the old one stops working when you choose.</p>
+  <label for="roll-when">The old token stops working</label>
+  <select id="roll-when" name="when">
+    <option value="now">now</option>
+    <option value="1h">in 1 hour</option>
+    <option value="24h">in 24 hours</option>
+  </select>
+  <button type="submit" class="secondary">Roll token</button>
+</form>`
+}
+${
+  t.default
+    ? html`<p class="hint">The default token cannot be deleted.</p>`
+    : html`<form method="get" action="/account/tokens/${t.id}/delete" class="danger-zone">
+  <button type="submit" class="danger">Delete token</button>
+</form>`
+}`
+}

@@ -1,0 +1,51 @@
+import type { ColumnType } from 'kysely'
+
+export type Count = number | string | bigint
+
+/** Verifications by outcome in one bucket (migration 0013): usage_minutes, _hours, _days. */
+export interface UsageTable {
+  account: string
+  at: string
+  token_id: string
+  valid: ColumnType<Count, Count | undefined, Count>
+  malformed: ColumnType<Count, Count | undefined, Count>
+  invalid: ColumnType<Count, Count | undefined, Count>
+  expired: ColumnType<Count, Count | undefined, Count>
+  revoked: ColumnType<Count, Count | undefined, Count>
+  rate_limited: ColumnType<Count, Count | undefined, Count>
+  url_not_allowed: ColumnType<Count, Count | undefined, Count>
+  ip_not_allowed: ColumnType<Count, Count | undefined, Count>
+  scope_missing: ColumnType<Count, Count | undefined, Count>
+  credits_exhausted: ColumnType<Count, Count | undefined, Count>
+}
+
+export interface UsageReportsTable {
+  reporter: string
+  batch: string
+  received: string
+}
+
+export interface CreditsTable {
+  account: string
+  token_id: string
+  remaining: Count
+  balance: Count
+  refill_interval: string | null
+  refill_amount: Count | null
+  refill_day: number | null
+  period: string
+  notified: ColumnType<number, number | undefined, number>
+  changed: string
+  plan: string | null
+}
+
+export interface CreditLeasesTable {
+  id: string
+  account: string
+  token_id: string
+  token_period: string | null
+  account_period: string | null
+  granted: Count
+  returned: Count | null
+  expires: string
+}

@@ -1,0 +1,109 @@
+import { Type } from '@sinclair/typebox'
+import { outcomes } from '../../usage/outcomes.js'
+import { PageQuery, resources } from './schemas.js'
+
+/** Schemas of the admin API's usage routes (docs/metering.md). */
+
+const usernameOrNone = '^([a-z0-9][a-z0-9_-]{0,31})?$'
+const tokenOrNone = '^(c[a-z0-9]{24})?$'
+const name = '^[A-Za-z0-9._:-]{1,64}$'
+/** A count of a batch; the sum of one outcome of one (account, token, minute) in a batch is
+ * bounded the same (`batchCountMax`, usage.ts), so that no flush of them overflows a bigint. */
+const countMax = 1_000_000_000
+/** Credits a returned lease gives back. */
+const leaseMax = 1_000_000_000_000
+
+/** Counts by outcome, outcomes with no count left out. */
+export const Outcomes = Type.Object(
+  Object.fromEntries(outcomes.map((o) => [o, Type.Optional(Type.Integer())])),
+  { description: `Counts by outcome (${outcomes.join(', ')}); an outcome not counted is absent` },
+)
+
+const InputOutcomes = Type.Object(
+  Object.fromEntries(
+    outcomes.map((o) => [o, Type.Optional(Type.Integer({ minimum: 0, maximum: countMax }))]),
+  ),
+  { additionalProperties: false, ...resources },
+)
+
+const Time = (description: string) => Type.String({ ...resources, description })
+const Resolution = Type.Union([Type.Literal('minute'), Type.Literal('hour'), Type.Literal('day')], {
+  ...resources,
+  description: 'Buckets of a minute, an hour (default) or a day (UTC)',
+})
+
+const Range = {
+  from: Time('The first instant (ISO 8601 date or timestamp): the bucket it falls in is the first'),
+  to: Time('The end (exclusive): buckets that start before it'),
+}
+
+export const UsageQuery = Type.Object({
+  ...Range,
+  resolution: Type.Optional(Resolution),
+  token: Type.Optional(
+    Type.String({
+      ...resources,
+      pattern: tokenOrNone,
+      description: "One token's buckets; empty for the temporary tokens' and refusals' ('')",
+    }),
+  ),
+  limit: PageQuery.properties.limit,
+  start: PageQuery.properties.start,
+})
+
+export const UsageTokensQuery = Type.Object({ ...Range, resolution: Type.Optional(Resolution) })
+
+export const UsageSeries = Type.Object({
+  resolution: Type.String(),
+  from: Type.String(),
+  to: Type.String(),
+  series: Type.Array(Type.Object({ start: Type.String(), outcomes: Outcomes }), {
+    description: 'Buckets with any count, oldest first',
+  }),
+  totals: Outcomes,
+  next: Type.Optional(Type.String({ description: 'The path and query of the next page' })),
+})
+
+export const UsageByToken = Type.Object({
+  tokens: Type.Array(Type.Object({ token: Type.String(), outcomes: Outcomes }), {
+    description: 'Most counted first; token "" holds temporary tokens and refused strings',
+  }),
+})
+
+export const UsageReport = Type.Object(
+  {
+    reporter: Type.String({ ...resources, pattern: name, description: 'The verifier' }),
+    batch: Type.String({ ...resources, pattern: name, description: 'Counted once per reporter' }),
+    counts: Type.Array(
+      Type.Object(
+        {
+          minute: Time('The minute counted (ISO 8601), at most 5 minutes ahead'),
+          account: Type.String({ ...resources, pattern: usernameOrNone }),
+          token: Type.String({ ...resources, pattern: tokenOrNone }),
+          outcomes: InputOutcomes,
+        },
+        { additionalProperties: false, ...resources },
+      ),
+      { maxItems: 10_000, ...resources },
+    ),
+    returned: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            account: Type.String({ ...resources, pattern: '^[a-z0-9][a-z0-9_-]{0,31}$' }),
+            token: Type.Optional(Type.String({ ...resources, pattern: tokenOrNone })),
+            amount: Type.Integer({ minimum: 0, maximum: leaseMax }),
+            lease: Type.String({ ...resources, minLength: 1, maxLength: 1024 }),
+          },
+          { additionalProperties: false, ...resources },
+        ),
+        { maxItems: 10_000, ...resources },
+      ),
+    ),
+  },
+  { additionalProperties: false, ...resources },
+)
+
+export const ReportAnswer = Type.Object({
+  counted: Type.Boolean({ description: 'False: this batch was counted before, nothing was now' }),
+})

@@ -1,0 +1,53 @@
+import { usernamePattern } from '../accounts/directory.js'
+import type { MinuteRow } from '../db/usage.js'
+import { tokenIdPattern } from '../tokens/ids.js'
+import type { Validation, ValidationCode } from '../tokens/validator.js'
+import { outcomeIndex } from './outcomes.js'
+
+/**
+ * The in-memory key of an (account, token id) pair: a space cannot be in either (usernames are
+ * `[a-z0-9_-]`, ids `c[a-z0-9]{24}`), so the first space splits it back.
+ */
+export const meterKey = (account: string, tokenId: string) => `${account} ${tokenId}`
+
+export function splitKey(key: string): { account: string; tokenId: string } {
+  const at = key.indexOf(' ')
+  return { account: key.slice(0, at), tokenId: key.slice(at + 1) }
+}
+
+/** A window's counts by key as the rows of its minute (epoch ms). */
+export function rowsOf(minute: number, counts: Map<string, number[]>): MinuteRow[] {
+  const at = new Date(minute).toISOString().slice(0, 16)
+  return [...counts].map(([key, c]) => ({ minute: at, ...splitKey(key), counts: c }))
+}
+
+/** The outcome a validation code stands for. */
+export const outcomeOfCode: Record<ValidationCode, number> = {
+  TokenValid: outcomeIndex.valid,
+  TokenMalformed: outcomeIndex.malformed,
+  TokenInvalid: outcomeIndex.invalid,
+  TokenExpired: outcomeIndex.expired,
+  TokenRevoked: outcomeIndex.revoked,
+}
+
+const nobody = meterKey('', '')
+
+/**
+ * Whom a validation is counted against (docs/metering.md, "Attribution"). A valid token: its
+ * account and id (a tk has none). Expired or revoked: the signature verified, so the payload
+ * is ours and says whose it was. Malformed or invalid: nobody's, so that no one can charge
+ * refusals to an account by sending strings that name it.
+ */
+export function keyOf(validation: Validation): string {
+  if (validation.code === 'TokenValid') {
+    const { principal } = validation
+    return principal.meterKey ?? meterKey(principal.username, principal.tokenId ?? '')
+  }
+  if (validation.code === 'TokenMalformed' || validation.code === 'TokenInvalid') return nobody
+  const { parsed } = validation
+  const { u } = parsed.payload
+  // Signed by one of our keys, so a username; checked all the same, as the columns are bounded.
+  if (typeof u !== 'string' || !usernamePattern.test(u)) return nobody
+  const a = parsed.usage === 'tk' ? undefined : parsed.payload.a
+  return meterKey(u, typeof a === 'string' && tokenIdPattern.test(a) ? a : '')
+}
