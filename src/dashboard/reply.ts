@@ -98,3 +98,7 @@ export const refused = (err: ApiError): FormError => ({ message: personText(err,
 
 export const form = (request: FastifyRequest) =>
   request.body instanceof URLSearchParams ? request.body : new URLSearchParams()
+
+/** The text `table` gives `key` (a query parameter): its own entries only, never Object's. */
+export const textOf = (table: Record<string, string>, key: string | undefined) =>
+  key !== undefined && Object.hasOwn(table, key) ? table[key] : undefined

@@ -32,20 +32,20 @@ describe('leases', () => {
     await h.ctx.credits.set({ account: 'alice' }, { remaining: 12 })
     const first = await lease({ account: 'alice', token: sk.id, want: 10 })
     expect(first.status).toBe(200)
-    expect(Object.keys(first.body)).toEqual(['granted', 'lease', 'expires'])
-    expect(first.body).toMatchObject({ granted: 10, expires: iso(T0 + 60_000) })
+    expect(Object.keys(first.body)).toEqual(['granted', 'lease', 'expires', 'ttlMs'])
+    expect(first.body).toMatchObject({ granted: 10, expires: iso(T0 + 60_000), ttlMs: 60_000 })
     expect(first.body.lease).toMatch(/^[A-Za-z0-9_-]{22}$/)
     expect([await remaining(sk.id), await remaining()]).toEqual([40, 2])
     const second = await lease({ account: 'alice', token: sk.id, want: 10 })
     expect(second.body.granted).toBe(2)
     expect(await lease({ account: 'alice', token: sk.id, want: 10 })).toEqual({
       status: 200,
-      body: { granted: 0, expires: iso(T0 + 60_000) },
+      body: { granted: 0, expires: iso(T0 + 60_000), ttlMs: 60_000 },
       headers: expect.anything(),
     })
     // A token without credits of its own spends the account's.
     const tk = await lease({ account: 'alice', want: 1 })
-    expect(tk.body).toEqual({ granted: 0, expires: iso(T0 + 60_000) })
+    expect(tk.body).toEqual({ granted: 0, expires: iso(T0 + 60_000), ttlMs: 60_000 })
   })
 
   it('ends a lease at the next refill when that comes within the minute', async () => {
@@ -53,7 +53,11 @@ describe('leases', () => {
     await h.ctx.credits.set({ account: 'alice' }, { remaining: 5, refill })
     h.clock.now = Date.parse('2026-11-22T23:59:30.000Z')
     const res = await lease({ account: 'alice', want: 2 })
-    expect(res.body).toMatchObject({ granted: 2, expires: '2026-11-23T00:00:00.000Z' })
+    expect(res.body).toMatchObject({
+      granted: 2,
+      expires: '2026-11-23T00:00:00.000Z',
+      ttlMs: 30_000,
+    })
   })
 
   it('answers 404 for an unknown account or a token not of it', async () => {

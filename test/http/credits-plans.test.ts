@@ -1,10 +1,8 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { sql } from 'kysely'
 import { afterEach, describe, expect, it } from 'vitest'
 import { cliActor } from '../../src/audit/events.js'
-import { dialect } from '../dialect.js'
 import { all, type Harness, harness, T0 } from '../helpers.js'
 import { admin, adminEnv } from './admin-client.js'
 
@@ -144,19 +142,4 @@ describe('reading credits', () => {
     expect(await introspect(0)).toBeUndefined()
     expect(await stored(h)).toEqual(before)
   })
-
-  it.runIf(dialect === 'postgres')(
-    'does not wait on a locked balance for a cost of 0',
-    async () => {
-      const h = await withPlans()
-      const sk = await h.token('carol', all)
-      await h.ctx.credits.spend('carol', undefined, 1)
-      await h.ctx.db.transaction().execute(async (trx) => {
-        await sql`select remaining from credits where account = 'carol' for update`.execute(trx)
-        const res = await admin(h.app, 'POST', '/introspect', { token: sk.token, cost: 0 })
-        expect(res.body.credits).toEqual({ account: 999 })
-        expect(await get(h)).toMatchObject({ remaining: 999 })
-      })
-    },
-  )
 })

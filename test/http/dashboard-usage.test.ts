@@ -512,6 +512,19 @@ describe('credits in the dashboard', () => {
     const after = await owner.get(`/account/tokens/${website.id}?credits=removed`)
     expect(after.body).toContain('<p role="status" class="notice">Credit limit removed</p>')
     expect(after.body).not.toContain('Remove credit limit')
+    // A notice is only ever one of the page's own: not a property every object has.
+    for (const crafted of ['constructor', '__proto__', 'toString']) {
+      for (const path of [
+        `/account/tokens/${website.id}?credits=${crafted}`,
+        `/account/settings?done=${crafted}&refused=${crafted}`,
+        `/account/members?done=${crafted}`,
+      ]) {
+        const odd = await owner.get(path)
+        expect(odd.status, path).toBe(200)
+        expect(odd.body, path).not.toContain('class="notice"')
+        expect(odd.body, path).not.toMatch(/native code|\[object Object\]/)
+      }
+    }
     // Removed already (another tab): what was asked for holds.
     const again = await owner.post(`/account/tokens/${website.id}/credits/remove`, {})
     expect(again.location).toBe(`/account/tokens/${website.id}?credits=removed`)

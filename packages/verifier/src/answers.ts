@@ -78,3 +78,15 @@ export const refusals: Readonly<Record<FailureReason, RefusedToken>> = Object.fr
   CreditsExhausted: refused('CreditsExhausted'),
   TesseraUnavailable: refused('TesseraUnavailable'),
 })
+
+/** A cost in credits, checked: a whole number, 0 or more (undefined: the default, 1). */
+export function checkCost(cost: number | undefined): number {
+  const n = cost ?? 1
+  if (!Number.isSafeInteger(n) || n < 0) {
+    throw new TypeError(`cost must be a whole number, 0 or more, not ${n}`)
+  }
+  return n
+}
+
+/** A verification's cost in credits (default 1); a TypeError for anything but a whole number >= 0. */
+export const costOf = (options: VerifyOptions | undefined): number => checkCost(options?.cost)

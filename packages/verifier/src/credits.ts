@@ -7,7 +7,11 @@ export const leasePath = '/admin/v1/credits/leases'
 interface Held {
   readonly lease: string
   left: number
-  /** Epoch ms: Tessera's `expires` (at most a minute, never past the next refill). */
+  /**
+   * On the monotonic clock (`performance.now()`): when the request began plus Tessera's
+   * `ttlMs` (at most a minute, never past the next refill). The wall clock is not read, so a
+   * verifier's clock set apart from Tessera's neither ends leases early nor spends them late.
+   */
   readonly endsAt: number
 }
 
@@ -37,6 +41,9 @@ export class Pool {
 
 export type Spent = 'spent' | 'exhausted' | 'unavailable'
 
+/** The clock of leases: monotonic milliseconds (the global's, which test clocks can fake). */
+export const monotonic = (): number => performance.now()
+
 export interface CreditOptions {
   /** The first lease asked for a balance; later ones follow how fast it is spent. */
   firstLease: number
@@ -56,6 +63,8 @@ export class Credits {
   private readonly pools = new Map<string, Pool>()
   /** The pools holding leases, whether still shared or not. */
   private readonly holding = new Set<Pool>()
+  /** Closing: no lease is asked any more (what is held is handed back at close). */
+  private closed = false
 
   constructor(
     private readonly transport: Transport,
@@ -75,8 +84,13 @@ export class Credits {
     return pool
   }
 
+  /** From now on no lease is asked: spends needing one are answered 'unavailable'. */
+  close(): void {
+    this.closed = true
+  }
+
   /** Spends `cost` from what the pool holds here, without a round trip; false if short. */
-  trySpend(p: Pool, cost: number, now: number): boolean {
+  trySpend(p: Pool, cost: number, now = monotonic()): boolean {
     if (p.unmetered) return true
     if (p.held.length > 0 && (p.held[0] as Held).endsAt <= now) this.expire(p, now)
     if (p.available < cost) return false
@@ -85,7 +99,7 @@ export class Credits {
   }
 
   /** Tessera granted nothing of this balance a moment ago: refuse without asking. */
-  empty(p: Pool, now: number): boolean {
+  empty(p: Pool, now = monotonic()): boolean {
     return !p.unmetered && p.available === 0 && now < p.emptyUntil
   }
 
@@ -93,7 +107,9 @@ export class Credits {
   async spend(p: Pool, cost: number): Promise<Spent> {
     // Concurrent callers may take what a lease brought: a few rounds, then refused.
     for (let round = 0; round < 8; round++) {
-      const now = Date.now()
+      // Closing: what a lease brought now goes back whole at close.
+      if (this.closed) return 'unavailable'
+      const now = monotonic()
       if (this.trySpend(p, cost, now)) return 'spent'
       if (now < p.emptyUntil) return 'exhausted'
       try {
@@ -106,7 +122,7 @@ export class Credits {
   }
 
   /** Hands back what ended leases left (and, with `all`, every lease: at close). */
-  sweep(now: number, all = false): void {
+  sweep(now = monotonic(), all = false): void {
     for (const p of this.holding) {
       this.expire(p, all ? Number.POSITIVE_INFINITY : now)
       if (p.held.length === 0) this.holding.delete(p)
@@ -158,7 +174,7 @@ export class Credits {
     }
     while (p.held.length > 0 && (p.held[0] as Held).left === 0) p.held.shift()
     // Running low: the next lease is asked for in the background.
-    if (p.asking === undefined && p.available < p.want / 2 && now >= p.emptyUntil) {
+    if (!this.closed && p.asking === undefined && p.available < p.want / 2 && now >= p.emptyUntil) {
       p.want = Math.min(p.want * 2, this.options.maxLease)
       this.ask(p, cost).catch(() => {})
     }
@@ -189,22 +205,23 @@ export class Credits {
 
   private async request(p: Pool, want: number): Promise<void> {
     const body = { ...this.target(p), want }
-    let answer: { granted?: unknown; lease?: unknown; expires?: unknown }
+    let answer: LeaseAnswer
+    const asked = monotonic()
     try {
-      answer = (await this.transport.postJson(leasePath, body)) as typeof answer
+      answer = (await this.transport.postJson(leasePath, body)) as LeaseAnswer
     } catch (err) {
       this.onError(err as Error)
       throw err
     }
-    const now = Date.now()
+    const now = monotonic()
     if (answer.granted === null) {
       p.unmetered = true
       return
     }
     const granted = typeof answer.granted === 'number' ? answer.granted : 0
-    const expires = typeof answer.expires === 'string' ? Date.parse(answer.expires) : Number.NaN
+    const expires = asked + ttlOf(answer)
     if (granted > 0 && typeof answer.lease === 'string' && !(expires > now)) {
-      // Already over on this clock: handed back unspent.
+      // Already over (the answer took its whole time to come): handed back unspent.
       this.giveBack({ ...this.target(p), amount: granted, lease: answer.lease })
     }
     if (granted <= 0 || typeof answer.lease !== 'string' || !(expires > now)) {
@@ -212,7 +229,7 @@ export class Credits {
       p.emptyUntil = Math.min(now + this.options.emptyForMs, expires > now ? expires : Infinity)
       return
     }
-    const endsAt = Math.min(expires, now + 60_000)
+    const endsAt = Math.min(expires, asked + 60_000)
     // Kept in order of their end, so the first to end is spent first.
     let at = p.held.length
     while (at > 0 && (p.held[at - 1] as Held).endsAt > endsAt) at--
@@ -220,4 +237,21 @@ export class Credits {
     p.available += granted
     this.holding.add(p)
   }
+}
+
+interface LeaseAnswer {
+  granted?: unknown
+  lease?: unknown
+  expires?: unknown
+  ttlMs?: unknown
+}
+
+/**
+ * How long a lease (or an answer of 0 granted) holds from when it was asked: Tessera's `ttlMs`
+ * (its own `expires` less its own now); from a Tessera without it, `expires` read on this clock.
+ */
+function ttlOf(answer: LeaseAnswer): number {
+  if (typeof answer.ttlMs === 'number' && Number.isFinite(answer.ttlMs)) return answer.ttlMs
+  const expires = typeof answer.expires === 'string' ? Date.parse(answer.expires) : Number.NaN
+  return expires - Date.now()
 }

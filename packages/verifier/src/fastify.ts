@@ -1,5 +1,5 @@
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify'
-import type { Verification, VerifiedToken } from './answers.js'
+import { checkCost, type Verification, type VerifiedToken } from './answers.js'
 import { headerValue, refusalFor, tokenFrom } from './http.js'
 import type { Verifier } from './verifier.js'
 
@@ -21,7 +21,10 @@ export interface VerifierPluginOptions {
   verifier: Verifier
   /** Scope(s) every route needs unless its `config.tessera.scope` says otherwise. */
   scope?: string | readonly string[]
-  /** Credits a request costs (tokens with credits), unless `config.tessera.cost` says otherwise. Default 1. */
+  /**
+   * Credits a request costs (tokens with credits), unless `config.tessera.cost` says otherwise.
+   * Default 1. Checked when the plugin (or a route) is registered: a whole number, 0 or more.
+   */
   cost?: number
   /** Where the token is; default: `Authorization: Bearer`, else the `access_token` query parameter. */
   getToken?: (request: FastifyRequest) => string | undefined
@@ -47,6 +50,16 @@ export const verifierPlugin: FastifyPluginCallback<VerifierPluginOptions> = (
   done,
 ) => {
   const { verifier, getToken } = options
+  try {
+    checkCost(options.cost)
+  } catch (err) {
+    return done(err as Error)
+  }
+  // A route's cost is checked as the route is added, not when a request meets a metered token.
+  app.addHook('onRoute', (route) => {
+    const config = (route.config as { tessera?: { cost?: number } | false } | undefined)?.tessera
+    if (config) checkCost(config.cost)
+  })
   if (!app.hasRequestDecorator('tessera')) app.decorateRequest('tessera', null)
   app.addHook('onRequest', (request, reply, next) => {
     // A route that does not exist answers its 404, token or not.

@@ -56,26 +56,29 @@ function keyOf(json: string, isToken: boolean, rolled: boolean): string | undefi
 }
 
 /**
- * `credits.changed` `{username, token?}`: a metered answer (whether credits apply) may be
- * outdated, and a balance known empty may not be any more.
+ * `credits.changed`, an audit event `{action, target: {type: 'token' | 'account', id}, account,
+ * details, ...}`: a metered answer (whether credits apply) may be outdated, and a balance known
+ * empty may not be any more. A token's balance names the token (target.id); an account's, all
+ * of the account.
  */
 function creditsChanged(
   cache: EntryCache,
   json: string,
   onCredits?: (account: string, token: string | undefined) => void,
 ): void {
-  let data: { username?: unknown; account?: unknown; token?: unknown }
+  let data: { account?: unknown; target?: { type?: unknown; id?: unknown } }
   try {
     data = JSON.parse(json)
   } catch {
     data = {}
   }
-  const account = data?.username ?? data?.account
-  if (typeof account !== 'string') {
+  const account = data?.account
+  const id = data?.target?.type === 'token' ? data.target.id : undefined
+  if (typeof account !== 'string' || (id !== undefined && typeof id !== 'string')) {
     cache.clear()
     return
   }
-  const token = typeof data.token === 'string' ? data.token : undefined
+  const token = id as string | undefined
   if (token === undefined) cache.dropAccount(account)
   else cache.dropToken(token)
   onCredits?.(account, token)

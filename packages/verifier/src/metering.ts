@@ -27,9 +27,7 @@ export class Metering {
     const reportEveryMs = options.reportEveryMs ?? defaults.reportEveryMs
     const maxPendingRows = options.maxPendingRows ?? defaults.maxPendingRows
     const maxKeys = 2 * (options.maxEntries ?? defaults.maxEntries) + 1024
-    this.counter = new UsageCounter(reportEveryMs > 0, maxPendingRows, maxKeys, () =>
-      this.reporter.cut(),
-    )
+    this.counter = new UsageCounter(reportEveryMs > 0, maxKeys, () => this.reporter.room())
     this.nobody = this.counter.key('', '')
     this.reporter = new Reporter(transport, this.counter, maxPendingRows, onError, options.reporter)
     const maxLease = options.maxLeaseCredits ?? defaults.maxLeaseCredits
@@ -51,6 +49,8 @@ export class Metering {
   /** Sends the counts not yet reported and hands back every lease, waiting at most `waitMs`. */
   async close(waitMs: number): Promise<void> {
     clearInterval(this.timer)
+    // No lease is granted after the final return: none is asked from now on.
+    this.credits.close()
     let timer: NodeJS.Timeout | undefined
     const bound = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, waitMs)
@@ -58,7 +58,7 @@ export class Metering {
     const last = async () => {
       // A lease on its way is handed back too.
       await this.credits.idle()
-      this.credits.sweep(Date.now(), true)
+      this.credits.sweep(undefined, true)
       await this.reporter.report()
     }
     await Promise.race([last(), bound])
@@ -68,7 +68,7 @@ export class Metering {
   /** Hands back ended leases; reports when due, or at once when there are leases to hand back. */
   private tick(): void {
     const now = Date.now()
-    this.credits.sweep(now)
+    this.credits.sweep()
     const due = this.reportEveryMs > 0 && now >= this.nextReportAt
     if (!due && !this.reporter.returning) return
     if (due) this.nextReportAt = now + this.reportEveryMs

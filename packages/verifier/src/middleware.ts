@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { Verification, VerifiedToken } from './answers.js'
+import { checkCost, type Verification, type VerifiedToken } from './answers.js'
 import { headerValue, type Refusal, refusalFor, tokenFrom } from './http.js'
 import type { Verifier } from './verifier.js'
 
@@ -14,7 +14,7 @@ export interface MiddlewareOptions {
   verifier: Verifier
   /** Scope(s) every request through this middleware needs. */
   scope?: string | readonly string[]
-  /** Credits each request costs (tokens with credits). Default 1. */
+  /** Credits each request costs (tokens with credits). Default 1; checked when the middleware is made. */
   cost?: number
   /** Where the token is; default: `Authorization: Bearer`, else the `access_token` query parameter. */
   getToken?: (req: IncomingMessage) => string | undefined
@@ -44,7 +44,8 @@ export function sendRefusal(res: ServerResponse, refusal: Refusal): void {
 export function verifierMiddleware(options: MiddlewareOptions) {
   const { verifier, getToken } = options
   const scope = options.scope
-  const cost = options.cost ?? 1
+  // A bad cost throws here, at setup, not when a request meets a metered token.
+  const cost = checkCost(options.cost)
   return function tesseraMiddleware(req: IncomingMessage, res: ServerResponse, next: NextFunction) {
     const token = getToken === undefined ? tokenFrom(req.headers, req.url) : getToken(req)
     if (token === undefined) return sendRefusal(res, refusalFor('TokenMissing'))

@@ -30,9 +30,16 @@ export interface VerifierOptions {
    * to Tessera (`POST /admin/v1/usage/reports`). Default 10,000 ms; 0: nothing is counted.
    */
   reportEveryMs?: number
-  /** Most count rows waiting for Tessera; past it the oldest are dropped. Default 100,000. */
+  /**
+   * Most count rows waiting for Tessera, open and cut into batches together; past it the oldest
+   * are dropped. Default 100,000.
+   */
   maxPendingRows?: number
-  /** This verifier's name in its reports (1-64 of `A-Za-z0-9._:-`). Default `<host>:<pid>:<random>`. */
+  /**
+   * This verifier's name in its reports, for the operator (1-64 of `A-Za-z0-9._:-`), e.g.
+   * `edge-1`: safe to keep across restarts, as batch ids are unique per process. Default
+   * `<host>:<pid>:<random>`.
+   */
   reporter?: string
   /** The most credits one lease asks for (the first asks 10, later ones as fast as they go). Default 1,000. */
   maxLeaseCredits?: number

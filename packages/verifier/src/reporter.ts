@@ -15,6 +15,8 @@ interface Batch {
   readonly id: string
   readonly counts: UsageRow[]
   readonly returned: ReturnedLease[]
+  /** The returned leases of a refused batch, sent again alone (once). */
+  readonly again?: true
 }
 
 export interface ReporterStats {
@@ -53,6 +55,9 @@ const permanent = (err: unknown) =>
  * Cuts counts (and leases to return) into batches and sends them to `POST /admin/v1/usage/reports`
  * in order, one at a time. A batch keeps its id until Tessera answers 200, so a batch whose
  * answer was lost is sent again and counted once; what comes meanwhile goes to later batches.
+ * Batch ids are `<random>:<n>`, the random part drawn for each reporter object: a restarted
+ * process (or another verifier of the same `reporter` name) never repeats an earlier id, which
+ * Tessera would answer `{"counted":false}`.
  */
 export class Reporter {
   readonly reporter: string
@@ -61,6 +66,8 @@ export class Reporter {
   private sending: Promise<void> | undefined
   private inFlight: Batch | undefined
   private seq = 0
+  /** Makes batch ids unique per process: `seq` starts at 1 again after a restart. */
+  private readonly idPrefix = randomBytes(6).toString('base64url')
   private queuedRows = 0
   private droppedRows = 0
   private batchesSent = 0
@@ -99,8 +106,24 @@ export class Reporter {
     this.returned.push(lease)
   }
 
-  /** Takes the counts so far (and leases to return) into new batches, then bounds the queue. */
-  cut(): void {
+  /**
+   * Room for one more open row within maxPendingRows (open and queued rows together): if there
+   * is none, the open rows are cut and the oldest queued ones dropped. False when no room can be
+   * made (the batch on its way holds it all): the new row is dropped, and counted as such.
+   */
+  room(): boolean {
+    if (this.queuedRows + this.counter.openRows < this.maxPendingRows) return true
+    this.cut(1)
+    if (this.queuedRows + this.counter.openRows < this.maxPendingRows) return true
+    this.droppedRows++
+    return false
+  }
+
+  /**
+   * Takes the counts so far (and leases to return) into new batches, then bounds the queue to
+   * maxPendingRows less `keep` rows.
+   */
+  cut(keep = 0): void {
     const rows = this.counter.take()
     const returned = this.returned
     this.returned = []
@@ -108,13 +131,13 @@ export class Reporter {
     for (let i = 0; i < n; i += maxBatchRows) {
       const counts = rows.slice(i, i + maxBatchRows)
       this.queue.push({
-        id: String(++this.seq),
+        id: this.nextId(),
         counts,
         returned: returned.slice(i, i + maxBatchRows),
       })
       this.queuedRows += counts.length
     }
-    this.bound()
+    this.bound(keep)
   }
 
   /** Cuts and sends everything queued, in order; stops at the first failure (kept for later). */
@@ -145,6 +168,7 @@ export class Reporter {
         this.failedReports++
         this.onError(err as Error)
         if (!permanent(err)) return
+        this.refused(batch)
       } finally {
         this.inFlight = undefined
       }
@@ -155,9 +179,30 @@ export class Reporter {
     }
   }
 
-  /** Drops the oldest rows past maxPendingRows (never from the batch on its way). */
-  private bound(): void {
-    let excess = this.queuedRows - this.maxPendingRows
+  /**
+   * A batch refused for good is dropped; its returned leases are sent again alone, next (once:
+   * refused again, they are dropped and said through onError).
+   */
+  private refused(batch: Batch): void {
+    if (batch.returned.length === 0) return
+    if (batch.again) {
+      const credits = batch.returned.reduce((n, r) => n + r.amount, 0)
+      this.onError(
+        new Error(`${batch.returned.length} returned leases (${credits} credits) were dropped`),
+      )
+      return
+    }
+    const alone: Batch = { id: this.nextId(), counts: [], returned: batch.returned, again: true }
+    this.queue.splice(this.queue[0] === batch ? 1 : 0, 0, alone)
+  }
+
+  private nextId(): string {
+    return `${this.idPrefix}:${++this.seq}`
+  }
+
+  /** Drops the oldest rows past maxPendingRows less `keep` (never from the batch on its way). */
+  private bound(keep: number): void {
+    let excess = this.queuedRows - (this.maxPendingRows - keep)
     let i = 0
     while (excess > 0 && i < this.queue.length) {
       const batch = this.queue[i] as Batch

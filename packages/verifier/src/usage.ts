@@ -43,14 +43,14 @@ export class UsageCounter {
   private readonly keys = new Map<string, MeterKey>()
 
   /**
-   * `onFull` is called (to take the counts) when more than `maxOpen` rows are open; `maxKeys`
-   * bounds the keys shared between answers (past it they start over, which only costs merging).
+   * `room` is asked before a row opens (false: there is none, the decision is not counted);
+   * `maxKeys` bounds the keys shared between answers (past it they start over, which only costs
+   * merging).
    */
   constructor(
     readonly enabled: boolean,
-    private readonly maxOpen: number,
     private readonly maxKeys: number,
-    private readonly onFull: () => void,
+    private readonly room: () => boolean,
   ) {}
 
   get openRows(): number {
@@ -77,7 +77,8 @@ export class UsageCounter {
       return
     }
     if (!this.enabled || outcome < 0) return
-    this.newRow(key, now).counts[outcome] = 1
+    const opened = this.newRow(key, now)
+    if (opened !== undefined) opened.counts[outcome] = 1
   }
 
   /** Everything counted so far, merged into report rows; counting goes on into a new epoch. */
@@ -114,8 +115,8 @@ export class UsageCounter {
     return rows
   }
 
-  private newRow(key: MeterKey, now: number): OpenRow {
-    if (this.open.length >= this.maxOpen) this.onFull()
+  private newRow(key: MeterKey, now: number): OpenRow | undefined {
+    if (!this.room()) return undefined
     const start = now - (now % minuteMs)
     const row = {
       key,

@@ -1,4 +1,4 @@
-import { refusals, type Verification, type VerifyOptions } from './answers.js'
+import { costOf, refusals, type Verification, type VerifyOptions } from './answers.js'
 import type { Pool } from './credits.js'
 import { check, type Entry, unavailable } from './entry.js'
 import { EntryCache } from './entry-cache.js'
@@ -89,6 +89,7 @@ export class Verifier {
    * usual case: answers are shared, frozen objects, and counting increments a number.
    */
   verifyCached(token: string, options?: VerifyOptions): Verification | undefined {
+    costOf(options) // a bad cost throws, whatever the token
     const entry = this.cache.get(token)
     if (entry === undefined) return undefined
     const now = Date.now()
@@ -114,6 +115,8 @@ export class Verifier {
     if (this.closed) return refusals.TesseraUnavailable
     // Cached but short of credits here, or asked now.
     const entry = this.cache.get(token) ?? (await this.lookup(token))
+    // Closed meanwhile: not decided (nor counted) after the final report.
+    if (this.closed) return refusals.TesseraUnavailable
     const decided = this.decide(entry, check(entry, options), options, Date.now())
     if (decided !== undefined) return decided
     const spent = await this.metering.credits.spend(entry.pool as Pool, costOf(options))
@@ -153,8 +156,8 @@ export class Verifier {
     const meter = entry.meter
     if (answer.valid) {
       const pool = entry.pool
-      if (pool !== undefined && !this.spendHere(pool, options, now)) {
-        if (!this.metering.credits.empty(pool, now)) return undefined
+      if (pool !== undefined && !this.spendHere(pool, options)) {
+        if (!this.metering.credits.empty(pool)) return undefined
         if (meter !== undefined) this.counter.count(meter, outcomeOfReason.CreditsExhausted, now)
         return refusals.CreditsExhausted
       }
@@ -166,9 +169,9 @@ export class Verifier {
   }
 
   /** Spends the cost from the leases held here; false when they hold too little. */
-  private spendHere(pool: Pool, options: VerifyOptions | undefined, now: number): boolean {
+  private spendHere(pool: Pool, options: VerifyOptions | undefined): boolean {
     const cost = costOf(options)
-    return cost === 0 || this.metering.credits.trySpend(pool, cost, now)
+    return cost === 0 || this.metering.credits.trySpend(pool, cost)
   }
 
   private count(entry: Entry, answer: Verification, now: number): void {
@@ -280,15 +283,6 @@ export class Verifier {
     this.stale = true
     this.cache.clear()
   }
-}
-
-/** A verification's cost in credits: a whole number, 0 or more (default 1). */
-function costOf(options: VerifyOptions | undefined): number {
-  const cost = options?.cost ?? 1
-  if (!Number.isSafeInteger(cost) || cost < 0) {
-    throw new TypeError(`cost must be a whole number, 0 or more, not ${cost}`)
-  }
-  return cost
 }
 
 /** Starts a verifier: it opens its event stream at once. Call close() when done. */

@@ -1,7 +1,12 @@
 import Fastify from 'fastify'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { verifierPlugin } from '../src/fastify.js'
-import { createVerifier, type Verifier, type VerifierOptions } from '../src/index.js'
+import {
+  createVerifier,
+  type Verifier,
+  type VerifierOptions,
+  verifierMiddleware,
+} from '../src/index.js'
 import { active, type FakeTessera, fakeKey, startFakeTessera, tokenOf } from './fake-tessera.js'
 
 /** Credits spent from leases: asked for as they run low, refused when Tessera grants nothing. */
@@ -97,6 +102,33 @@ describe('credits', () => {
     expect(() => verifier.verifyCached(metered, { cost: -1 })).toThrow(/cost must be a whole/)
   })
 
+  it('throws for a bad cost whatever the token: unmetered, not cached, malformed', async () => {
+    await start()
+    expect((await verifier.verify(free)).valid).toBe(true)
+    expect(() => verifier.verifyCached(free, { cost: -1 })).toThrow(/cost must be a whole/)
+    await expect(verifier.verify(free, { cost: 1.5 })).rejects.toThrow(/cost must be a whole/)
+    const unknown = tokenOf('pk', { u: 'globex', a: 'cnew' })
+    await expect(verifier.verify(unknown, { cost: Number.NaN })).rejects.toThrow(/not NaN/)
+    await expect(verifier.verify('garbage', { cost: -2 })).rejects.toThrow(/not -2/)
+    expect(tessera.introspections).toEqual([free])
+  })
+
+  it('checks the plugin and middleware cost at setup, not when a metered token comes', async () => {
+    await start()
+    expect(() => verifierMiddleware({ verifier, cost: 2.5 })).toThrow(/not 2.5/)
+    expect(() => verifierMiddleware({ verifier, cost: -1 })).toThrow(/not -1/)
+    expect(typeof verifierMiddleware({ verifier, cost: 0 })).toBe('function')
+    const bad = Fastify()
+    await expect(bad.register(verifierPlugin, { verifier, cost: -3 })).rejects.toThrow(/not -3/)
+    await bad.close()
+    const app = Fastify()
+    await app.register(verifierPlugin, { verifier })
+    expect(() =>
+      app.get('/x', { config: { tessera: { cost: 0.5 } } }, async () => ({ ok: true })),
+    ).toThrow(/not 0.5/)
+    await app.close()
+  })
+
   it('leases an account balance for a token that has none of its own', async () => {
     await start()
     tessera.balances.set('acme/csk', 7)
@@ -133,14 +165,17 @@ describe('credits', () => {
     expect(await spend(metered, 3)).toBe(2)
     expect(verifier.verifyCached(metered)).toEqual(exhausted)
     tessera.balances.set('acme/cpk', 5)
-    tessera.emit('credits.changed', { username: 'acme', token: 'cpk' })
-    await until(() => verifier.verifyCached(metered) === undefined)
-    expect(await spend(metered, 6)).toBe(5)
-    expect(tessera.introspections).toEqual([metered, metered])
-    // An account's change drops every answer of the account.
     await verifier.verify(shared, { cost: 0 })
-    tessera.emit('credits.changed', { username: 'acme' })
+    tessera.creditsChanged('acme', 'cpk')
+    await until(() => verifier.verifyCached(metered) === undefined)
+    // A token's change drops that token's answer alone.
+    expect(verifier.verifyCached(shared, { cost: 0 })?.valid).toBe(true)
+    expect(await spend(metered, 6)).toBe(5)
+    expect(tessera.introspections).toEqual([metered, shared, metered])
+    // An account's change drops every answer of the account.
+    tessera.creditsChanged('acme')
     await until(() => verifier.verifyCached(shared, { cost: 0 }) === undefined)
+    expect(verifier.verifyCached(metered, { cost: 0 })).toBeUndefined()
   })
 
   it('hands back the leases credits.changed names: a set ends their period', async () => {
@@ -150,10 +185,11 @@ describe('credits', () => {
     await spend(metered, 1)
     await spend(shared, 2)
     expect(verifier.stats().creditsHeld).toBe(9 + 8)
-    tessera.emit('credits.changed', { username: 'acme', token: 'cpk' })
+    tessera.creditsChanged('acme', 'cpk')
     await until(() => tessera.balances.get('acme/cpk') === 99)
     expect(verifier.stats().creditsHeld).toBe(8)
-    tessera.emit('credits.changed', { username: 'acme' })
+    expect(tessera.balances.get('acme/csk')).toBe(40)
+    tessera.creditsChanged('acme')
     await until(() => tessera.balances.get('acme/csk') === 48)
     expect(verifier.stats().creditsHeld).toBe(0)
   })

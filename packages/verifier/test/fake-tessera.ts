@@ -37,6 +37,13 @@ export interface FakeTessera {
   counted: FakeReport[]
   /** The next this many reports are counted but their answer is lost (the connection drops). */
   loseReportAnswers: number
+  /** The next this many reports are refused for their content (422), not counted. */
+  refuseReports: number
+  /** Delays before reports and leases are answered, ms. */
+  reportDelayMs: number
+  leaseDelayMs: number
+  /** Tessera's clock less the verifier's, ms: a lease's `expires` is on Tessera's clock. */
+  clockSkewMs: number
   /** Credit balances by `account` or `account/token`; a target absent carries no credits. */
   balances: Map<string, number>
   /** Lease requests, in order. */
@@ -57,6 +64,11 @@ export interface FakeTessera {
   /** Events older than this seq are no longer retained (a resume before it gets `reset`). */
   retainedFrom: number
   emit(action: string, data: Record<string, unknown>): FakeEvent
+  /**
+   * `credits.changed` as Tessera sends it: the audit event src/usage/credits.ts writes (target
+   * the token, or the account for its balance).
+   */
+  creditsChanged(account: string, tokenId?: string): FakeEvent
   /** Ends every open stream (the connection closes cleanly). */
   dropStreams(): void
   /** Stops answering: closes the listener and every connection. */
@@ -93,6 +105,10 @@ export async function startFakeTessera(): Promise<FakeTessera> {
     reports: [],
     counted: [],
     loseReportAnswers: 0,
+    refuseReports: 0,
+    reportDelayMs: 0,
+    leaseDelayMs: 0,
+    clockSkewMs: 0,
     balances: new Map(),
     leaseRequests: [],
     leaseMs: 60_000,
@@ -105,6 +121,18 @@ export async function startFakeTessera(): Promise<FakeTessera> {
       events.push(e)
       for (const res of streams) send(res, e)
       return e
+    },
+    creditsChanged(account, tokenId) {
+      return fake.emit('credits.changed', {
+        id: `evt${seq + 1}`,
+        at: new Date().toISOString(),
+        action: 'credits.changed',
+        actor: { type: 'operator', id: 'ops' },
+        target:
+          tokenId === undefined ? { type: 'account', id: account } : { type: 'token', id: tokenId },
+        account,
+        details: { operation: 'set', remaining: 5, refill: null },
+      })
     },
     dropStreams() {
       for (const res of streams) res.end()
@@ -150,6 +178,12 @@ export async function startFakeTessera(): Promise<FakeTessera> {
   async function report(req: IncomingMessage, res: ServerResponse) {
     const r = (await readJson(req)) as FakeReport
     fake.reports.push(r)
+    if (fake.reportDelayMs > 0) await new Promise((done) => setTimeout(done, fake.reportDelayMs))
+    if (fake.refuseReports > 0) {
+      fake.refuseReports--
+      res.writeHead(422, { 'content-type': 'application/json' })
+      return void res.end('{"message":"Unprocessable Entity","details":"resources are invalid"}')
+    }
     const counted = !fake.counted.some((c) => c.reporter === r.reporter && c.batch === r.batch)
     if (counted) {
       fake.counted.push(r)
@@ -169,13 +203,14 @@ export async function startFakeTessera(): Promise<FakeTessera> {
   async function lease(req: IncomingMessage, res: ServerResponse) {
     const body = (await readJson(req)) as { account: string; token?: string; want: number }
     fake.leaseRequests.push(body)
+    if (fake.leaseDelayMs > 0) await new Promise((done) => setTimeout(done, fake.leaseDelayMs))
     const balance = fake.balances.get(targetOf(body))
     if (balance === undefined) return answerJson(res, { granted: null })
     const granted = Math.min(balance, body.want)
     fake.balances.set(targetOf(body), balance - granted)
     if (granted === 0) return answerJson(res, { granted: 0 })
-    const expires = new Date(Date.now() + fake.leaseMs).toISOString()
-    answerJson(res, { granted, lease: `lease-${++leases}`, expires })
+    const expires = new Date(Date.now() + fake.clockSkewMs + fake.leaseMs).toISOString()
+    answerJson(res, { granted, lease: `lease-${++leases}`, expires, ttlMs: fake.leaseMs })
   }
 
   async function stream(req: IncomingMessage, res: ServerResponse) {

@@ -72,7 +72,7 @@ describe('counting', () => {
     await verifier.close()
     expect(tessera.counted).toHaveLength(1)
     const [report] = tessera.counted
-    expect(report?.batch).toBe('1')
+    expect(report?.batch).toMatch(/^[A-Za-z0-9_-]{8}:1$/)
     expect(report?.returned).toEqual([])
     const rows = (report?.counts ?? []).map(({ account, token, outcomes, minute: m }) => ({
       at: `${account}/${token}@${m}`,
@@ -124,10 +124,9 @@ describe('reports', () => {
     await until(() => tessera.counted.length === 1)
     await verifier.verify(pk)
     await until(() => tessera.counted.length === 2)
-    expect(tessera.counted.map((r) => [r.reporter, r.batch])).toEqual([
-      ['api-1:eu', '1'],
-      ['api-1:eu', '2'],
-    ])
+    const [one, two] = tessera.counted.map((r) => [r.reporter, r.batch])
+    expect(one).toEqual(['api-1:eu', expect.stringMatching(/^[A-Za-z0-9_-]{8}:1$/)])
+    expect(two).toEqual(['api-1:eu', `${one?.[1]?.slice(0, -1)}2`])
     expect(tessera.counted[1]?.counts).toEqual([
       { minute: expect.any(String), account: 'acme', token: 'cpk', outcomes: { valid: 1 } },
     ])
@@ -150,8 +149,10 @@ describe('reports', () => {
     const [first, again, next] = tessera.reports
     expect(again).toEqual(first)
     expect(first?.counts).toEqual([expect.objectContaining({ outcomes: { valid: 1 } })])
-    expect(next?.batch).toBe('2')
-    expect(tessera.counted.map((r) => r.batch)).toEqual(['1', '2'])
+    expect(next?.batch).toBe(`${first?.batch.slice(0, -1)}2`)
+    expect(tessera.counted.map((r) => r.batch)).toEqual([first?.batch, next?.batch])
+    // Counted before it answers: the verifier takes the answer a moment later.
+    await until(() => verifier.stats().batchesSent === 2)
     expect(verifier.stats()).toMatchObject({ failedReports: 1, batchesSent: 2 })
   })
 
@@ -173,18 +174,50 @@ describe('reports', () => {
     vi.useFakeTimers({ toFake: ['Date'] })
     vi.setSystemTime(T)
     await verifier.verify(pk)
-    // One row a minute: 7 minutes, 3 kept in batches and 1 still open.
+    // One row a minute: 7 minutes, 3 kept in all, open and cut into batches.
+    const pending = [verifier.stats().pendingRows]
     for (let m = 1; m < 7; m++) {
       vi.setSystemTime(T + m * 60_000)
       verifier.verifyCached(pk)
+      pending.push(verifier.stats().pendingRows)
     }
-    expect(verifier.stats()).toMatchObject({ droppedRows: 3, pendingRows: 4, pendingBatches: 1 })
-    // Closing cuts the open row too: 4 waiting, the oldest goes.
+    expect(pending).toEqual([1, 2, 3, 3, 3, 3, 3])
+    expect(verifier.stats()).toMatchObject({ droppedRows: 4, pendingRows: 3, pendingBatches: 2 })
     await verifier.close()
     expect(verifier.stats().droppedRows).toBe(4)
     expect(tessera.counted.flatMap((r) => r.counts.map((c) => c.minute))).toEqual(
       [4, 5, 6].map((m) => new Date(T - 30_000 + m * 60_000).toISOString()),
     )
-    expect(tessera.counted.map((r) => r.batch)).toEqual(['2', '3'])
+    // Batches 1 (minutes 0-2) and 2 (minute 3) lost their rows to later ones.
+    expect(tessera.counted.map((r) => r.batch.split(':')[1])).toEqual(['3', '4', '5'])
+  })
+
+  it('keeps at most maxPendingRows open and queued together, many keys in one minute', async () => {
+    await start({ reportEveryMs: 3_600_000, maxPendingRows: 2 })
+    const tokens = ['a', 'b', 'c', 'd', 'e'].map((a) => tokenOf('pk', { u: 'acme', a }))
+    for (const [i, t] of tokens.entries()) {
+      tessera.answers.set(t, active({ username: 'acme', usage: 'pk', id: `c${i}`, scope: '' }))
+      await verifier.verify(t)
+      expect(verifier.stats().pendingRows).toBe(Math.min(i + 1, 2))
+    }
+    expect(verifier.stats().droppedRows).toBe(3)
+    await verifier.close()
+    expect(tessera.counted.flatMap((r) => r.counts.map((c) => c.token))).toEqual(['c3', 'c4'])
+  })
+
+  it('a restarted verifier of the same reporter name has its batches counted', async () => {
+    await start({ reportEveryMs: 3_600_000, reporter: 'edge-1' })
+    await verifier.verify(pk)
+    await verifier.close()
+    await start({ reportEveryMs: 3_600_000, reporter: 'edge-1' })
+    verifier.verifyCached(pk)
+    await verifier.verify(pk)
+    await verifier.close()
+    expect(tessera.reports).toHaveLength(2)
+    expect(tessera.counted.map((r) => [r.reporter, r.counts[0]?.outcomes])).toEqual([
+      ['edge-1', { valid: 1 }],
+      ['edge-1', { valid: 1 }],
+    ])
+    expect(tessera.counted[0]?.batch).not.toBe(tessera.counted[1]?.batch)
   })
 })

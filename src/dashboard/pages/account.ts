@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { Session } from '../../people/sessions.js'
 import type { DashboardDeps } from '../deps.js'
-import { form, holderOf, redirect, refusal, refused, sendPage } from '../reply.js'
+import { form, holderOf, redirect, refusal, refused, sendPage, textOf } from '../reply.js'
 import { scopesView, settingsView } from '../views/account.js'
 
 const notices: Record<string, string> = {
@@ -44,8 +44,8 @@ export function accountPages(app: FastifyInstance, { ctx }: DashboardDeps) {
   app.get('/settings', async (request, reply) => {
     const { account, signedIn, session } = holderOf(request)
     const q = request.query as { done?: string; refused?: string }
-    const notice = notices[q.done ?? '']
-    const refusal = refusals[q.refused ?? '']
+    const notice = textOf(notices, q.done)
+    const refusal = textOf(refusals, q.refused)
     const scopeCount = scopesOf(account).length
     const person = await personOf(session)
     const factors = await factorsOf(

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { AppContext } from '../../context.js'
 import { isRole, type Role } from '../../people/members.js'
 import type { DashboardDeps } from '../deps.js'
-import { form, holderOf, redirect, refusal, refused, sendPage } from '../reply.js'
+import { form, holderOf, redirect, refusal, refused, sendPage, textOf } from '../reply.js'
 import { Forbidden, safeNext } from '../session.js'
 import { accountsView, membersView } from '../views/members.js'
 import { invitationPages } from './invitations.js'
@@ -59,7 +59,7 @@ export function memberPages(app: FastifyInstance, deps: DashboardDeps) {
 
   app.get('/members', async (request, reply) => {
     const done = (request.query as { done?: string }).done ?? ''
-    return sendPage(reply, await page(ctx, request, { notice: notices[done] }))
+    return sendPage(reply, await page(ctx, request, { notice: textOf(notices, done) }))
   })
 
   app.post('/members/invite', owners, async (request, reply) => {

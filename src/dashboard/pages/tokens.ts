@@ -4,7 +4,7 @@ import type { AppContext } from '../../context.js'
 import { ApiError } from '../../errors.js'
 import type { DashboardDeps } from '../deps.js'
 import { defaultPeriod, periodOf } from '../periods.js'
-import { form, formError, holderOf, redirect, sendPage } from '../reply.js'
+import { form, formError, holderOf, redirect, sendPage, textOf } from '../reply.js'
 import type { CreditFormValues } from '../views/credits.js'
 import type { FormError } from '../views/forms.js'
 import type { SignedIn } from '../views/layout.js'
@@ -137,7 +137,7 @@ function tokenOwnPages(app: FastifyInstance, { ctx }: DashboardDeps) {
   app.get('/tokens/:id', async (request, reply) => {
     const { account, signedIn } = holderOf(request)
     const q = request.query as { saved?: string; credits?: string }
-    const notice = q.saved === '1' ? 'Changes saved' : creditNotices[q.credits ?? '']
+    const notice = q.saved === '1' ? 'Changes saved' : textOf(creditNotices, q.credits)
     const { id } = request.params as { id: string }
     const period = periodAsked(request, tokens.now())
     if (period === undefined) return noSuchPeriod(reply, `/account/tokens/${id}`)

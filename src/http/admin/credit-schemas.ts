@@ -81,4 +81,12 @@ export const LeaseAnswer = Type.Object({
         'how long that answer holds',
     }),
   ),
+  ttlMs: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      description:
+        "Milliseconds from Tessera's now to `expires`: a verifier measures the lease's end on " +
+        'its own monotonic clock from when it asked, whatever its wall clock says',
+    }),
+  ),
 })

@@ -156,7 +156,8 @@ function leases(app: FastifyInstance, ctx: AppContext) {
         summary: 'Lease credits to a verifier',
         description:
           "Takes up to `want` credits off the token's balance and its account's at once (both " +
-          'or none), to spend locally until `expires`: a minute, or the next refill if sooner. ' +
+          'or none), to spend locally until `expires`: a minute, or the next refill if sooner; ' +
+          "`ttlMs` says the same as milliseconds from Tessera's now, for a verifier's own clock. " +
           'The unspent part goes back with the lease in a usage report: once, to the account ' +
           'and token it was granted to, and only in the period it was granted in. `granted` ' +
           'null: neither carries credits; 0: none left. ' +
@@ -167,7 +168,11 @@ function leases(app: FastifyInstance, ctx: AppContext) {
     },
     async (request) => {
       const { account, token, want } = request.body as Static<typeof LeaseBody>
-      return ctx.credits.lease(account, token, want, operator(request))
+      const answer = await ctx.credits.lease(account, token, want, operator(request))
+      if (answer.expires === undefined) return answer
+      // Read after the grant: never longer than what the lease has left.
+      const ttlMs = Math.max(0, Date.parse(answer.expires) - ctx.tokens.now())
+      return { ...answer, ttlMs }
     },
   )
 }
