@@ -1,4 +1,4 @@
-import { costOf, refusals, type Verification, type VerifyOptions } from './answers.js'
+import { checkCost, costOf, refusals, type Verification, type VerifyOptions } from './answers.js'
 import type { Pool } from './credits.js'
 import { check, type Entry, unavailable } from './entry.js'
 import { EntryCache } from './entry-cache.js'
@@ -89,7 +89,9 @@ export class Verifier {
    * usual case: answers are shared, frozen objects, and counting increments a number.
    */
   verifyCached(token: string, options?: VerifyOptions): Verification | undefined {
-    costOf(options) // a bad cost throws, whatever the token
+    // A bad cost throws, whatever the token (checked only when one is given: the usual call
+    // gives none, and this is the hot path).
+    if (options !== undefined && options.cost !== undefined) checkCost(options.cost)
     const entry = this.cache.get(token)
     if (entry === undefined) return undefined
     const now = Date.now()
