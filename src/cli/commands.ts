@@ -20,6 +20,7 @@ export interface Args {
     scopes?: string
     note?: string
     'allowed-url'?: string[]
+    'expires-at'?: string
     action?: string
     events?: string
     since?: string
@@ -116,6 +117,11 @@ export const tokenCommand: Group = async (ctx, _config, { positionals, values })
       ?.split(',')
       .map((s) => s.trim())
       .filter((s) => s !== '') ?? []
-  const input = { scopes, note: values.note, allowedUrls: values['allowed-url'] ?? null }
+  const input = {
+    scopes,
+    note: values.note,
+    allowedUrls: values['allowed-url'] ?? null,
+    expiresAt: values['expires-at'],
+  }
   return ctx.tokens.create(account, ctx.accounts.holder(account), input, cliActor)
 }

@@ -25,7 +25,8 @@ const usage = `usage: tessera <command>
   serve                                       run the service (what npm start runs)
   account create <username> [--plan P] [--feature F]...
   account invite <username>                   a new dashboard setup link (voids older ones)
-  token create <username> [--scopes a,b] [--note N] [--allowed-url U]...
+  token create <username> [--scopes a,b] [--note N] [--allowed-url U]... [--expires-at T]
+                                              T: the token's end of life (ISO 8601, Tessera)
   token roll <username> <token id> [--expires T]
                                               a new token in its place; the old string works
                                               until T (at most 24 hours ahead), else stops now
@@ -74,6 +75,7 @@ const parse = (argv: string[]) =>
       scopes: { type: 'string' },
       note: { type: 'string' },
       'allowed-url': { type: 'string', multiple: true },
+      'expires-at': { type: 'string' },
       action: { type: 'string' },
       events: { type: 'string' },
       since: { type: 'string' },

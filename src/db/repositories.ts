@@ -43,6 +43,8 @@ export const toToken = (row: Selectable<TokensTable>): TokenRecord => {
     scopes: view.scopes,
     allowedUrls: view.allowedUrls ?? null,
     ...(view.allowedIps === undefined ? {} : { allowedIps: view.allowedIps }),
+    // Parsed once per read record: validation compares a number (TokenValidator).
+    ...(view.expiresAt === undefined ? {} : { expiresAt: Date.parse(view.expiresAt) }),
     scopeless: row.scopeless === 1,
     keyId: row.key_id,
     created: row.created,

@@ -1,4 +1,5 @@
 import { jsonString } from '../json.js'
+import { isoTime } from '../time.js'
 
 /** A stored permanent token (pk or sk); its string is derived, never stored. */
 export interface TokenRecord {
@@ -11,6 +12,8 @@ export interface TokenRecord {
   allowedUrls: string[] | null
   /** IP ranges it may be used from (Tessera); absent or null: anywhere. */
   allowedIps?: string[] | null
+  /** Tessera: its end of life, epoch ms (TokenExpired from then on); absent or null: none. */
+  expiresAt?: number | null
   scopeless: boolean
   keyId: string
   created: string
@@ -36,6 +39,8 @@ export interface TokenView {
   allowedUrls?: string[]
   /** Tessera: the IP ranges it may be used from; absent when not restricted. */
   allowedIps?: string[]
+  /** Tessera: its end of life, ISO 8601; absent when it has none. */
+  expiresAt?: string
   token?: string
 }
 
@@ -53,6 +58,7 @@ export function tokenView(record: TokenRecord): TokenView {
   }
   if (record.allowedUrls !== null) view.allowedUrls = record.allowedUrls
   if (record.allowedIps != null) view.allowedIps = record.allowedIps
+  if (record.expiresAt != null) view.expiresAt = isoTime(record.expiresAt)
   return view
 }
 
@@ -65,6 +71,7 @@ export function tokenDocument(r: TokenRecord): string {
   let text = `{"id":${jsonString(r.id)},"usage":${jsonString(r.usage)},"client":"api","default":${r.isDefault},"scopes":${jsonArray(r.scopes)},"note":${jsonString(r.note)},"created":${jsonString(r.created)},"modified":${jsonString(r.modified)}`
   if (r.allowedUrls !== null) text += `,"allowedUrls":${jsonArray(r.allowedUrls)}`
   if (r.allowedIps != null) text += `,"allowedIps":${jsonArray(r.allowedIps)}`
+  if (r.expiresAt != null) text += `,"expiresAt":${jsonString(isoTime(r.expiresAt))}`
   return `${text}}`
 }
 

@@ -49,6 +49,13 @@ const AllowedIps = Type.Array(Type.String({ maxLength: 64, ...resources }), {
   description: 'Tessera: IPv4/IPv6 addresses or CIDR blocks the token may be used from',
 })
 
+const ExpiresAt = Type.String({
+  ...resources,
+  description:
+    'Tessera: the end of life of a pk or sk, ISO 8601, in the future and at most 10 years ahead; ' +
+    'from then on the token is TokenExpired. Not with expires (a temporary token)',
+})
+
 /** One body for both creates: the presence of `expires` selects a temporary token. */
 export const CreateBody = Type.Object(
   {
@@ -56,6 +63,7 @@ export const CreateBody = Type.Object(
     scopes: Type.Optional(Scopes),
     allowedUrls: Type.Optional(AllowedUrls),
     allowedIps: Type.Optional(AllowedIps),
+    expiresAt: Type.Optional(ExpiresAt),
     expires: Type.Optional(Type.String({ ...resources, description: 'Makes a temporary token' })),
   },
   resources,
@@ -67,6 +75,7 @@ export const UpdateBody = Type.Object(
     scopes: Type.Optional(Scopes),
     allowedUrls: Type.Optional(Type.Union([AllowedUrls, Type.Null()], resources)),
     allowedIps: Type.Optional(Type.Union([AllowedIps, Type.Null()], resources)),
+    expiresAt: Type.Optional(Type.Union([ExpiresAt, Type.Null()], resources)),
   },
   resources,
 )
@@ -82,6 +91,9 @@ export const TokenObject = Type.Object({
   modified: Type.String(),
   allowedUrls: Type.Optional(Type.Array(Type.String())),
   allowedIps: Type.Optional(Type.Array(Type.String())),
+  expiresAt: Type.Optional(
+    Type.String({ description: 'Tessera: its end of life; absent when it has none' }),
+  ),
   token: Type.Optional(Type.String()),
 })
 

@@ -8,7 +8,7 @@ import { isoTime, parseTimestamp } from '../time.js'
 import { encodeToken } from './codec.js'
 import type { Principal } from './principal.js'
 import type { TokenRecords } from './records.js'
-import { normalizeAllowedIps, normalizeAllowedUrls } from './rules.js'
+import { normalizeAllowedIps, normalizeAllowedUrls, normalizeExpiresAt } from './rules.js'
 
 /** The fields a client sets on create and update. */
 export interface TokenFields {
@@ -17,6 +17,8 @@ export interface TokenFields {
   allowedUrls?: string[] | null
   /** Tessera: IP ranges the token may be used from. */
   allowedIps?: string[] | null
+  /** Tessera: the token's end of life, ISO 8601; null (update) removes it. */
+  expiresAt?: string | null
 }
 
 export interface TemporaryInput {
@@ -24,6 +26,7 @@ export interface TemporaryInput {
   scopes?: string[]
   allowedUrls?: unknown
   allowedIps?: unknown
+  expiresAt?: unknown
 }
 
 export interface TemporaryResult {
@@ -72,9 +75,11 @@ export class TokenCreation {
   ): Promise<{ record: TokenRecord; document: string }> {
     const allowedUrls = normalizeAllowedUrls(input.allowedUrls)
     const allowedIps = normalizeAllowedIps(input.allowedIps)
+    const expiresAt = normalizeExpiresAt(input.expiresAt, this.records.now())
     const scopes = this.records.checkScopes(account, principal, input.scopes ?? [])
     const note = input.note ?? ''
-    const record = this.records.newRecord(account, { note, scopes, allowedUrls, allowedIps })
+    const fields = { note, scopes, allowedUrls, allowedIps, expiresAt }
+    const record = this.records.newRecord(account, fields)
     const target = { type: 'token' as const, id: record.id }
     const details = { usage: record.usage, scopes }
     const event = auditEvent(
@@ -115,6 +120,9 @@ export class TokenCreation {
     }
     if (input.allowedIps !== undefined) {
       fail('invalidResources', 'temporary tokens cannot have allowedIps')
+    }
+    if (input.expiresAt !== undefined) {
+      fail('invalidResources', 'a body with expires makes a temporary token: omit expiresAt')
     }
     const expiresMs = parseTimestamp(input.expires)
     if (expiresMs === undefined)

@@ -20,6 +20,8 @@ export interface NewTokenFields {
   scopes: string[]
   allowedUrls: string[] | null
   allowedIps?: string[] | null
+  /** Tessera: its end of life, epoch ms. */
+  expiresAt?: number | null
   isDefault?: boolean
 }
 
@@ -84,6 +86,7 @@ export class TokenRecords {
       scopes: fields.scopes,
       allowedUrls: fields.allowedUrls,
       ...(fields.allowedIps == null ? {} : { allowedIps: fields.allowedIps }),
+      ...(fields.expiresAt == null ? {} : { expiresAt: fields.expiresAt }),
       scopeless: fields.scopes.length === 0,
       keyId: this.keyring.current.id,
       created: at,

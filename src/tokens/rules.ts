@@ -1,6 +1,7 @@
 import { BlockList, isIP } from 'node:net'
 import { fail } from '../errors.js'
 import type { Scope, ScopeCatalog } from '../scopes/catalog.js'
+import { parseTimestamp } from '../time.js'
 import type { Principal } from './principal.js'
 
 /** Input rules shared by create, create temporary and update. Pure: no I/O. */
@@ -33,6 +34,24 @@ export function normalizeAllowedUrls(urls: readonly string[] | null | undefined)
     out.add(url)
   }
   return out.size === 0 ? null : [...out]
+}
+
+/** How far ahead a permanent token's end of life may be: ten years. */
+export const maxLifetimeMs = 10 * 366 * 86_400_000
+
+/**
+ * A permanent token's end of life (Tessera's `expiresAt`) as epoch ms: a timestamp in the future,
+ * at most ten years ahead, else `resources are invalid`; null (remove it) and undefined as given.
+ */
+export function normalizeExpiresAt(value: unknown, now: number): number | null | undefined {
+  if (value === undefined || value === null) return value
+  const at = typeof value === 'string' ? parseTimestamp(value) : undefined
+  if (at === undefined) return fail('invalidResources', 'expiresAt must be an ISO 8601 timestamp')
+  if (at <= now) fail('invalidResources', 'expiresAt must be in the future')
+  if (at > now + maxLifetimeMs) {
+    fail('invalidResources', 'expiresAt may be at most 10 years in the future')
+  }
+  return at
 }
 
 export const maxAllowedIps = 100

@@ -8,7 +8,7 @@ import { isoTime, parseTimestamp } from '../time.js'
 import type { TokenFields } from './creation.js'
 import type { Principal } from './principal.js'
 import type { TokenRecords } from './records.js'
-import { normalizeAllowedIps, normalizeAllowedUrls } from './rules.js'
+import { normalizeAllowedIps, normalizeAllowedUrls, normalizeExpiresAt } from './rules.js'
 
 const dayMs = 24 * 3_600_000
 
@@ -38,16 +38,18 @@ export async function updateToken(
     input.note === undefined &&
     input.scopes === undefined &&
     input.allowedUrls === undefined &&
-    input.allowedIps === undefined
+    input.allowedIps === undefined &&
+    input.expiresAt === undefined
   ) {
     fail('invalidResources', 'name at least one of note, scopes and allowedUrls')
   }
   const allowedUrls = normalizeAllowedUrls(input.allowedUrls)
   const allowedIps = normalizeAllowedIps(input.allowedIps)
+  const expiresAt = normalizeExpiresAt(input.expiresAt, records.now())
   const scopes = input.scopes && records.checkScopes(account, principal, input.scopes)
   const record = await records.find(account, id)
   await records.refuseRetiringLine(record, principal.tokenId)
-  const fields = ['note', 'scopes', 'allowedUrls', 'allowedIps'] as const
+  const fields = ['note', 'scopes', 'allowedUrls', 'allowedIps', 'expiresAt'] as const
   const before = fields.map((k) => JSON.stringify(record[k] ?? null))
   if (scopes !== undefined) {
     if (record.scopeless && scopes.length > 0) {
@@ -61,6 +63,7 @@ export async function updateToken(
   if (input.note !== undefined) record.note = input.note
   if (input.allowedUrls !== undefined) record.allowedUrls = allowedUrls
   if (input.allowedIps !== undefined) record.allowedIps = allowedIps
+  if (expiresAt !== undefined) record.expiresAt = expiresAt
   record.modified = isoTime(records.now())
   // The fields whose value changed, not those sent: a form sends them all.
   const changed = fields.filter(
@@ -115,6 +118,8 @@ export async function rollToken(
       scopes: old.scopes,
       allowedUrls: old.allowedUrls,
       allowedIps: old.allowedIps ?? null,
+      // Its end of life goes with it: a roll replaces a string, not a decision about its term.
+      expiresAt: old.expiresAt ?? null,
       isDefault: old.isDefault,
     }),
     usage: old.usage,

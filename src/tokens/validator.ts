@@ -172,6 +172,10 @@ export class TokenValidator {
     ) {
       return { code: 'TokenRevoked', parsed }
     }
+    // Tessera's end of life of a pk or sk (expiresAt), epoch ms since the record was read.
+    if (record.expiresAt != null && record.expiresAt <= this.now()) {
+      return { code: 'TokenExpired', parsed }
+    }
     return { code: 'TokenValid', parsed, principal: this.principalOf(record) }
   }
 

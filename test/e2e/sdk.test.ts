@@ -143,6 +143,50 @@ describe('the @mapbox/mapbox-sdk tokens client', () => {
     expect(err).toMatchObject({ statusCode: 422, message: 'scopes are invalid' })
   })
 
+  it('reads token objects carrying expiresAt (Tessera), with and without expires', async () => {
+    const tokens = client(holder.token)
+    const end = new Date(Math.floor(Date.now() / 1000) * 1000 + 86_400_000).toISOString()
+    // Made by the CLI (`--expires-at`), listed and retrieved by the SDK.
+    const ending = await tessera(
+      server.env,
+      'token',
+      'create',
+      'sdkuser',
+      '--scopes',
+      'styles:read',
+      '--note',
+      'ending',
+      '--expires-at',
+      end,
+    )
+    expect(ending.expiresAt).toBe(end)
+    const listed = (await tokens.listTokens().send()).body
+    expect(listed.find((t: { id: string }) => t.id === ending.id)).toMatchObject({
+      usage: 'pk',
+      note: 'ending',
+      expiresAt: end,
+    })
+    const retrieved = await client(ending.token).getToken().send()
+    expect(retrieved.body).toEqual({
+      code: 'TokenValid',
+      token: { usage: 'pk', user: 'sdkuser', authorization: ending.id },
+    })
+    // The SDK's create has no such option; the field added to its request body goes through.
+    const request = tokens.createToken({ note: 'sdk ending', scopes: ['styles:read'] })
+    request.body = { ...request.body, expiresAt: end }
+    const created = await request.send()
+    expect(created.statusCode).toBe(200)
+    expect(created.body).toMatchObject({ usage: 'pk', note: 'sdk ending', expiresAt: end })
+    expect((await client(created.body.token).getToken().send()).body.code).toBe('TokenValid')
+    // Without it, nothing new; with expires, a temporary token as before.
+    const plain = await tokens.createToken({ note: 'sdk plain', scopes: ['styles:read'] }).send()
+    expect(plain.body).not.toHaveProperty('expiresAt')
+    const expires = new Date(Date.now() + 10 * 60_000)
+    const temporary = await tokens.createTemporaryToken({ expires, scopes: ['styles:read'] }).send()
+    expect(Object.keys(temporary.body)).toEqual(['token', 'issued_at', 'expires', 'expires_in'])
+    expect((await client(temporary.body.token).getToken().send()).body.code).toBe('TokenValid')
+  })
+
   it('never writes a token string into the request log', async () => {
     expect(server.output()).toContain('access_token=[redacted]')
     expect(server.output()).not.toMatch(/(pk|sk|tk)\.eyJ/)

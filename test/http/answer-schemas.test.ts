@@ -72,6 +72,7 @@ describe('answers written as JSON fit their declared response schemas', () => {
       { note: 'plain', scopes: ['styles:read'] },
       { note: 'secret', scopes: ['styles:read', 'tokens:write'] },
       { scopes: ['styles:read'], allowedUrls: ['https://example.com'], allowedIps: ['10.0.0.0/8'] },
+      { scopes: ['tokens:write'], expiresAt: new Date(h.clock.now + 86_400_000).toISOString() },
       {},
     ]
     for (const input of inputs) {
@@ -93,7 +94,12 @@ describe('answers written as JSON fit their declared response schemas', () => {
     await h.ctx.tokens.createJson(
       h.alice,
       holder(),
-      { scopes: ['tokens:write'], allowedUrls: ['https://a.example'], allowedIps: ['::1'] },
+      {
+        scopes: ['tokens:write'],
+        allowedUrls: ['https://a.example'],
+        allowedIps: ['::1'],
+        expiresAt: new Date(h.clock.now + 86_400_000).toISOString(),
+      },
       cliActor,
     )
     const { body } = await h.ctx.tokens.list(h.alice, { limit: 100, sortby: 'created' })
@@ -107,7 +113,12 @@ describe('answers written as JSON fit their declared response schemas', () => {
 
   it('an update and a roll', async () => {
     const made = await h.ctx.tokens.create(h.alice, holder(), { scopes: ['styles:read'] }, cliActor)
-    const changes = { note: 'n', allowedUrls: ['https://b.example'], allowedIps: ['10.1.0.0/16'] }
+    const changes = {
+      note: 'n',
+      allowedUrls: ['https://b.example'],
+      allowedIps: ['10.1.0.0/16'],
+      expiresAt: new Date(h.clock.now + 86_400_000).toISOString(),
+    }
     const updated = await h.ctx.tokens.update(h.alice, holder(), made.id, changes, cliActor)
     expect(misfits(TokenObject, JSON.stringify(updated))).toEqual([])
     const rolled = await h.ctx.tokens.roll(h.alice, holder(), made.id, {}, cliActor)

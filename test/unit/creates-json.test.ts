@@ -84,6 +84,7 @@ function draw(next: () => number) {
     allowedUrls:
       next() < 0.5 ? null : Array.from({ length: Math.floor(next() * 3) }, () => text(false)),
     ...(next() < 0.3 ? {} : { allowedIps: next() < 0.3 ? null : [text(true), text(false)] }),
+    ...(next() < 0.5 ? {} : { expiresAt: next() < 0.3 ? null : Math.floor(next() * 2e12) }),
     isDefault: next() < 0.5,
     scopeless: next() < 0.5,
     keyId: text(next() < 0.7),

@@ -21,7 +21,7 @@ const description = [
   '`resources are invalid`.',
   "The rules are retrieve's (`GET /tokens/v2`), and `code` is what retrieve says of the same",
   'string. An active token answers `{active: true, scope, username, token_type: "Bearer", exp',
-  '(tk only), iat, client_id, id (pk and sk), usage, allowedUrls (when restricted), code:',
+  "(a tk's expiry; a pk's or sk's end, the earlier of its expiresAt and a rolled token's end, when it has one), iat, client_id, id (pk and sk), usage, allowedUrls (when restricted), code:",
   "\"TokenValid\"}`: `scope` is space-separated; `iat` is a tk's issue time and a pk's or sk's",
   "creation time, in epoch seconds; `client_id` is the token's `client` (`api`), as token",
   'objects and retrieve say it; `id` is the token id, which a tk does not carry (it names no',
@@ -78,14 +78,20 @@ async function permanent(ctx: AppContext, validation: Valid): Promise<Answer> {
     throw err
   })
   if (token === undefined) return inactive('TokenRevoked')
-  // A rolled token: its end, as a tk's (the verifier keeps its answer no longer).
+  // Its end, as a tk's (the verifier keeps its answer no longer): the earlier of its end of
+  // life (expiresAt) and, rolled, its old string's end.
   const retiresAt = await ctx.tokens.retiresAt(token.id)
+  const expiresAt = token.expiresAt === undefined ? undefined : Date.parse(token.expiresAt)
+  const ends = Math.min(
+    retiresAt ?? Number.POSITIVE_INFINITY,
+    expiresAt ?? Number.POSITIVE_INFINITY,
+  )
   return {
     active: true,
     scope: token.scopes.join(' '),
     username: account.username,
     token_type: 'Bearer',
-    ...(retiresAt === undefined ? {} : { exp: Math.floor(retiresAt / 1000) }),
+    ...(ends === Number.POSITIVE_INFINITY ? {} : { exp: Math.floor(ends / 1000) }),
     iat: Math.floor(Date.parse(token.created) / 1000),
     client_id: token.client,
     id: token.id,

@@ -187,7 +187,13 @@ export const Introspection = Type.Object({
   scope: Type.Optional(Type.String({ description: 'The scopes, space-separated' })),
   username: Type.Optional(Type.String({ description: 'The account' })),
   token_type: Type.Optional(Type.Literal('Bearer')),
-  exp: Type.Optional(Type.Integer({ description: 'tk only: expiry, epoch seconds' })),
+  exp: Type.Optional(
+    Type.Integer({
+      description:
+        "Expiry, epoch seconds: a tk's; a pk's or sk's end when it has one (the earlier of " +
+        'its expiresAt and, rolled, the end of its old string)',
+    }),
+  ),
   iat: Type.Optional(
     Type.Integer({ description: 'tk: issued at; pk and sk: created at; epoch seconds' }),
   ),
