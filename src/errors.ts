@@ -83,6 +83,10 @@ export const errorTable = {
   /** The last second factor of a person whose account requires one. */
   lastFactor: [422, 'resources are invalid', asIs],
 
+  // Token policies (src/token-policy.ts).
+  /** A create, update or roll the account's token policy forbids, or a policy that is not one. */
+  tokenPolicy: [422, 'resources are invalid', asIs],
+
   // Webhooks.
   /** An endpoint URL that may not be posted to; also why a delivery was refused. */
   badWebhookUrl: [422, 'resources are invalid'],

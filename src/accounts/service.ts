@@ -15,9 +15,10 @@ import { isoTime } from '../time.js'
 import type { Principal } from '../tokens/principal.js'
 import type { TokenService, TokenView } from '../tokens/service.js'
 import { usernamePattern } from './directory.js'
+import { type PolicyView, policyView, setPolicy } from './policy.js'
 
 /** An account as stored: what the dashboard and the API read of it. */
-export type { AccountRecord }
+export type { AccountRecord, PolicyView }
 export { usernamePattern }
 
 export interface AccountChange {
@@ -232,6 +233,17 @@ export class AccountService {
     })
     this.tokens.directory.invalidate(username)
     this.tokens.forget(ids)
+  }
+
+  /** The account's token policy: its owner's, its plan's and the stricter of them. */
+  tokenPolicy(account: AccountRecord): PolicyView {
+    return policyView(this.catalog, account)
+  }
+
+  /** Sets the owner's token policy (see setPolicy); read from the database first. */
+  async setTokenPolicy(username: string, policy: unknown, actor: Actor): Promise<PolicyView> {
+    const deps = { db: this.db, catalog: this.catalog, tokens: this.tokens }
+    return setPolicy(deps, await this.get(username), policy, actor, accountChange(username))
   }
 
   /** The account holder: may use every scope available to the account (dashboard, CLI). */

@@ -7,8 +7,9 @@ import { isoTime } from '../time.js'
  */
 export interface Actor {
   /** `token`: an API token; `session`: the dashboard; `cli`: a shell on the server;
-   * `admin`: an operator key; `anonymous`: nobody signed in yet (sign-in, setup, sign-up). */
-  type: 'token' | 'session' | 'cli' | 'admin' | 'anonymous'
+   * `admin`: an operator key; `anonymous`: nobody signed in yet (sign-in, setup, sign-up);
+   * `system`: Tessera itself (warnings before an end, idle tokens deleted by policy). */
+  type: 'token' | 'session' | 'cli' | 'admin' | 'anonymous' | 'system'
   /** The token id (pk/sk; a tk has none), the session's stored hash prefix, the admin key id. */
   id?: string
   /** The kind of token, for a `token` actor. */
@@ -30,6 +31,7 @@ export interface Actor {
 export type SignInMethod = 'password' | 'passkey' | 'link' | 'sso'
 
 export const cliActor: Actor = { type: 'cli' }
+export const systemActor: Actor = { type: 'system' }
 
 export const auditActions = [
   'token.created',
@@ -38,6 +40,10 @@ export const auditActions = [
   'token.deleted',
   'token.rolled',
   'token.leaked',
+  'token.expiring',
+  'token.retiring',
+  'token.idle',
+  'token_policy.changed',
   'account.created',
   'account.changed',
   'account.disabled',

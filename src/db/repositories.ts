@@ -1,4 +1,5 @@
 import type { Kysely, Selectable } from 'kysely'
+import { readTokenPolicy, type TokenPolicy } from '../token-policy.js'
 import { compiledOnce, powerOfTwoRuns } from './compiled.js'
 import type { AccountsTable, Database, TokensTable } from './schema.js'
 import { type TokenRecord, type TokenView, tokenDocument } from './token-document.js'
@@ -13,6 +14,8 @@ export interface AccountRecord {
   features: string[]
   created: string
   disabled: boolean
+  /** The owner's token policy, when they set one (the plan's is the catalog's). */
+  policy?: TokenPolicy
 }
 
 /** Where and how a token kept after a leak report was found: its latest `token.leaked` event. */
@@ -24,13 +27,21 @@ export interface LeakEvidence {
   source?: string
 }
 
-const toAccount = (row: Selectable<AccountsTable>): AccountRecord => ({
-  username: row.username,
-  plan: row.plan,
-  features: JSON.parse(row.features),
-  created: row.created,
-  disabled: row.disabled === 1,
-})
+export const toAccount = (row: Selectable<AccountsTable>): AccountRecord => {
+  const account: AccountRecord = {
+    username: row.username,
+    plan: row.plan,
+    features: JSON.parse(row.features),
+    created: row.created,
+    disabled: row.disabled === 1,
+  }
+  if (row.token_policy != null) {
+    // Written by setPolicy from a policy read the same way: a stored one always reads.
+    const policy = readTokenPolicy(JSON.parse(row.token_policy))
+    if (typeof policy !== 'string') account.policy = policy
+  }
+  return account
+}
 
 export const toToken = (row: Selectable<TokensTable>): TokenRecord => {
   const view = JSON.parse(row.document) as TokenView
@@ -105,6 +116,15 @@ export const accountsRepo = {
       .updateTable('accounts')
       .set({ plan: a.plan, features: JSON.stringify(a.features), disabled: a.disabled ? 1 : 0 })
       .where('username', '=', a.username)
+      .execute()
+  },
+
+  /** Sets the owner's token policy (null: none). */
+  async setPolicy(db: Executor, username: string, policy: TokenPolicy | null): Promise<void> {
+    await db
+      .updateTable('accounts')
+      .set({ token_policy: policy === null ? null : JSON.stringify(policy) })
+      .where('username', '=', username)
       .execute()
   },
 

@@ -22,6 +22,19 @@ export interface AccountsTable {
   created: string
   /** 1 when an operator disabled the account: its tokens are revoked while it stays so. */
   disabled: number
+  /** The owner's token policy as JSON (token-policy.ts); null: none (migration 0014). */
+  token_policy: Generated<string | null>
+}
+
+/** Each warning given about a token, once per kind and basis (migration 0014). */
+export interface TokenWarningsTable {
+  token_id: string
+  /** `expiring_7d`, `expiring_1d`, `retiring` or `idle`. */
+  kind: string
+  /** The instant warned about (ISO 8601): an end of life, or the last use idleness counts from. */
+  basis: string
+  username: string
+  at: string
 }
 
 export interface TokensTable {
@@ -291,6 +304,7 @@ export interface Database {
   credits: CreditsTable
   credit_leases: CreditLeasesTable
   token_last_used: TokenLastUsedTable
+  token_warnings: TokenWarningsTable
   event_outbox: EventOutboxTable
   webhook_endpoints: WebhookEndpointsTable
   webhook_deliveries: WebhookDeliveriesTable

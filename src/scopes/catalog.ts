@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { parse as parseYaml } from 'yaml'
 import { ConfigError, systemReason } from '../config.js'
+import { readTokenPolicy, type TokenPolicy } from '../token-policy.js'
 
 export interface Scope {
   id: string
@@ -11,7 +12,10 @@ export interface Scope {
 interface Grant {
   scopes: string[]
   credits?: PlanCredits
+  policy?: TokenPolicy
 }
+
+const noPolicy: TokenPolicy = Object.freeze({})
 
 /**
  * A plan's default credits (`plans.<name>.credits`): what an account on the plan without credits
@@ -83,6 +87,11 @@ export class ScopeCatalog {
   hasPlan = (plan: string) => this.plans.has(plan)
   /** The plan's default credits, if it carries any. */
   planCredits = (plan: string) => this.plans.get(plan)?.credits
+  /** The plan's token policy (`plans.<name>.policy`); an empty one if it sets none. */
+  planPolicy = (plan: string): TokenPolicy => this.plans.get(plan)?.policy ?? noPolicy
+  /** The plans whose policy has `idleDays`: their accounts are swept for idle tokens. */
+  plansWithIdle = (): string[] =>
+    [...this.plans].filter(([, g]) => g.policy?.idleDays !== undefined).map(([name]) => name)
   /** Whether any plan carries credits: when none does, an account's plan need not be read. */
   get plansCarryCredits(): boolean {
     for (const grant of this.plans.values()) if (grant.credits !== undefined) return true
@@ -117,7 +126,12 @@ export class ScopeCatalog {
         }
       }
       const credits = what === 'plans' ? planCredits(grant.credits, name, bad) : undefined
-      out.set(name, { scopes: scopes as string[], ...(credits === undefined ? {} : { credits }) })
+      const policy = what === 'plans' ? planPolicy(grant.policy, name, bad) : undefined
+      out.set(name, {
+        scopes: scopes as string[],
+        ...(credits === undefined ? {} : { credits }),
+        ...(policy === undefined ? {} : { policy }),
+      })
     }
     return out
   }
@@ -150,6 +164,17 @@ function planCredits(
   if (refill !== undefined) credits.refill = refill
   if (refill === 'monthly') credits.day = (day as number | undefined) ?? 1
   return credits
+}
+
+function planPolicy(
+  value: unknown,
+  plan: string,
+  bad: (why: string) => Error,
+): TokenPolicy | undefined {
+  if (value === undefined) return undefined
+  const policy = readTokenPolicy(value)
+  if (typeof policy === 'string') throw bad(`plans.${plan}.policy: ${policy}`)
+  return policy
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

@@ -6,6 +6,7 @@ import { type TokenRecord, tokenDocument, withToken } from '../db/token-document
 import { fail } from '../errors.js'
 import { isoTime, parseTimestamp } from '../time.js'
 import { encodeToken } from './codec.js'
+import { holdNew, policyOf } from './policy.js'
 import type { Principal } from './principal.js'
 import type { TokenRecords } from './records.js'
 import { normalizeAllowedIps, normalizeAllowedUrls, normalizeExpiresAt } from './rules.js'
@@ -80,6 +81,7 @@ export class TokenCreation {
     const note = input.note ?? ''
     const fields = { note, scopes, allowedUrls, allowedIps, expiresAt }
     const record = this.records.newRecord(account, fields)
+    holdNew(policyOf(this.records.catalog, account), record, this.records.now())
     const target = { type: 'token' as const, id: record.id }
     const details = { usage: record.usage, scopes }
     const event = auditEvent(

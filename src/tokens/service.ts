@@ -81,6 +81,11 @@ export class TokenService {
     return this.records.view(record)
   }
 
+  /** As a list shows it: a pk with its string, an sk without (shown once, at create). */
+  listed(record: TokenRecord): TokenView {
+    return this.records.listed(record)
+  }
+
   /** pk/sk strings are not stored: they are derived from (usage, username, id, signing key). */
   tokenString(record: { id: string; usage: 'pk' | 'sk'; username: string; keyId: string }) {
     return this.records.tokenString(record)

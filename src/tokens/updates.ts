@@ -6,6 +6,7 @@ import type { TokenRecord, TokenView } from '../db/token-document.js'
 import { fail } from '../errors.js'
 import { isoTime, parseTimestamp } from '../time.js'
 import type { TokenFields } from './creation.js'
+import { holdChange, holdGrace, policyOf, rolledEnd } from './policy.js'
 import type { Principal } from './principal.js'
 import type { TokenRecords } from './records.js'
 import { normalizeAllowedIps, normalizeAllowedUrls, normalizeExpiresAt } from './rules.js'
@@ -51,6 +52,7 @@ export async function updateToken(
   await records.refuseRetiringLine(record, principal.tokenId)
   const fields = ['note', 'scopes', 'allowedUrls', 'allowedIps', 'expiresAt'] as const
   const before = fields.map((k) => JSON.stringify(record[k] ?? null))
+  const was = { expiresAt: record.expiresAt, allowedUrls: record.allowedUrls }
   if (scopes !== undefined) {
     if (record.scopeless && scopes.length > 0) {
       fail('invalidScopes', 'a token created with no scopes cannot be given scopes')
@@ -64,6 +66,7 @@ export async function updateToken(
   if (input.allowedUrls !== undefined) record.allowedUrls = allowedUrls
   if (input.allowedIps !== undefined) record.allowedIps = allowedIps
   if (expiresAt !== undefined) record.expiresAt = expiresAt
+  holdChange(policyOf(records.catalog, account), was, record, records.now())
   record.modified = isoTime(records.now())
   // The fields whose value changed, not those sent: a form sends them all.
   const changed = fields.filter(
@@ -104,6 +107,8 @@ export async function rollToken(
   if (principal.usage === 'tk') fail('temporaryNotRollable')
   const now = records.now()
   const endsAt = rollEnd(input.expires, now)
+  const policy = policyOf(records.catalog, account)
+  holdGrace(policy, endsAt, now)
   const old = await records.find(account, id)
   if (old.retiresAt !== undefined && old.retiresAt <= now) {
     fail('notFound', 'no token with this id in this account')
@@ -118,8 +123,9 @@ export async function rollToken(
       scopes: old.scopes,
       allowedUrls: old.allowedUrls,
       allowedIps: old.allowedIps ?? null,
-      // Its end of life goes with it: a roll replaces a string, not a decision about its term.
-      expiresAt: old.expiresAt ?? null,
+      // Its end of life goes with it: a roll replaces a string, not a decision about its term;
+      // within the policy, as any new token (rolledEnd).
+      expiresAt: rolledEnd(policy, old, now),
       isDefault: old.isDefault,
     }),
     usage: old.usage,

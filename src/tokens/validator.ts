@@ -202,6 +202,8 @@ export class TokenValidator {
         meterKey: `${username} ${id}`,
       }
       if (allowedIps != null) principal.allowedIps = ipMatcher(allowedIps)
+      // A temporary token it makes ends no later than it does (expiresAfterAuthorizer).
+      if (record.expiresAt != null) principal.exp = Math.floor(record.expiresAt / 1000)
       this.principals.set(record, principal)
     }
     return principal

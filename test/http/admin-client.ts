@@ -17,7 +17,7 @@ export interface AdminAnswer {
 /** A request to the admin API; `key` null sends no Authorization header at all. */
 export async function admin(
   app: FastifyInstance,
-  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
   url: string,
   body?: unknown,
   key: string | null = secrets.k1,

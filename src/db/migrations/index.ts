@@ -12,6 +12,7 @@ import * as emailProof from './0010-email-proof.js'
 import * as rollLineage from './0011-roll-lineage.js'
 import * as sessionProof from './0012-session-proof.js'
 import * as metering from './0013-metering.js'
+import * as tokenHygiene from './0014-token-hygiene.js'
 
 /** Registered explicitly (no globbing) so that they survive bundling. Append only. */
 const migrations: Record<string, Migration> = {
@@ -28,6 +29,7 @@ const migrations: Record<string, Migration> = {
   '0011-roll-lineage': rollLineage,
   '0012-session-proof': sessionProof,
   '0013-metering': metering,
+  '0014-token-hygiene': tokenHygiene,
 }
 
 export const migrationProvider: MigrationProvider = {

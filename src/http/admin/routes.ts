@@ -9,6 +9,7 @@ import { introspectRoutes } from './introspect.js'
 import { leakAdminRoutes } from './leaks.js'
 import { memberRoutes } from './members.js'
 import { adminTag, securitySchemes } from './schemas.js'
+import { tokenPolicyRoutes } from './token-policy.js'
 import { accountTokenRoutes } from './tokens.js'
 import { usageRoutes } from './usage.js'
 import { webhookRoutes } from './webhooks.js'
@@ -52,6 +53,7 @@ export function adminRoutes(app: FastifyInstance, ctx: AppContext): void {
       leakAdminRoutes(admin, ctx)
       usageRoutes(admin, ctx)
       creditsRoutes(admin, ctx)
+      tokenPolicyRoutes(admin, ctx)
     },
     { prefix: '/admin/v1' },
   )

@@ -1,0 +1,123 @@
+import { auditEvent, systemActor } from '../audit/events.js'
+import { auditRepo } from '../db/audit.js'
+import { type AccountRecord, type TokenRecord, tokensRepo } from '../db/repositories.js'
+import { type IdleCandidate, warningsRepo } from '../db/warnings.js'
+import { isoTime } from '../time.js'
+import { policyOf } from '../tokens/policy.js'
+import { dayMs, type HygieneDeps, idleNoticeMs, type Notice, type TokenWarning } from './warning.js'
+
+/** What one idle sweep did. */
+export interface IdleSweep {
+  warned: number
+  deleted: number
+}
+
+/** The idle candidates an account's sweep reads at most, the longest unused first. */
+const perAccount = 2_000
+
+/** How the sweep records a warning (once across a fleet) and hands it on. */
+export interface IdleWarnings {
+  record(token: TokenRecord, basis: string, details: Record<string, unknown>): Promise<boolean>
+  tell(warning: TokenWarning): void
+}
+
+/** When a token unused since `basis` (warned at `warned`) is deleted: never before either. */
+const deletesAt = (basis: string, warned: number, days: number) =>
+  Math.max(Date.parse(basis) + days * dayMs, warned + idleNoticeMs)
+
+/**
+ * Idle tokens, for every account whose policy has `idleDays`: a token unused (its last use, or
+ * its creation if it was never used) for `idleDays` less 7 is warned (`token.idle`, once for
+ * that last use); one still unused at its deletion time (`idleDays` after its last use, and 7
+ * days after the warning at the earliest) is deleted (`token.deleted`, reason `idle`). A use in
+ * between moves its last use, so the warning no longer matches and nothing is deleted; a policy
+ * new to an account warns its long-unused tokens first, and deletes them 7 days later.
+ * An account's default token and rolled tokens are never idle-deleted.
+ */
+export async function sweepIdle(deps: HygieneDeps, warnings: IdleWarnings): Promise<IdleSweep> {
+  const { db, catalog } = deps
+  const plans = catalog.plansWithIdle()
+  const done: IdleSweep = { warned: 0, deleted: 0 }
+  for (const account of await warningsRepo.withPolicy(db, plans)) {
+    const days = policyOf(catalog, account).idleDays
+    if (days === undefined) continue
+    const now = deps.tokens.now()
+    const before = isoTime(now - (days * dayMs - idleNoticeMs))
+    const candidates = await warningsRepo.idle(db, account.username, before, perAccount)
+    const given = await warningsRepo.given(
+      db,
+      'idle',
+      candidates.map((c) => c.token.id),
+    )
+    const warnedAt = new Map(given.map((w) => [`${w.token_id} ${w.basis}`, Date.parse(w.at)]))
+    for (const candidate of candidates) {
+      const basis = candidate.lastUsed ?? candidate.token.created
+      const warned = warnedAt.get(`${candidate.token.id} ${basis}`)
+      if (warned === undefined) {
+        if (await warn(deps, warnings, candidate, basis, days, now)) done.warned++
+      } else if (now >= deletesAt(basis, warned, days)) {
+        if (await remove(deps, account, candidate, days)) done.deleted++
+      }
+    }
+  }
+  return done
+}
+
+async function warn(
+  deps: HygieneDeps,
+  warnings: IdleWarnings,
+  candidate: IdleCandidate,
+  basis: string,
+  days: number,
+  now: number,
+): Promise<boolean> {
+  const { token, lastUsed } = candidate
+  const at = isoTime(deletesAt(basis, now, days))
+  const details = { usage: token.usage, lastUsed: lastUsed ?? null, idleDays: days, deletesAt: at }
+  if (!(await warnings.record(token, basis, details))) return false
+  warnings.tell({ kind: 'idle', account: token.username, token: deps.tokens.listed(token), at })
+  return true
+}
+
+/** Deletes an idle token, as a deletion by Tessera itself; whether this call deleted it. */
+async function remove(
+  deps: HygieneDeps,
+  account: AccountRecord,
+  candidate: IdleCandidate,
+  days: number,
+): Promise<boolean> {
+  const { token, lastUsed } = candidate
+  const details = { usage: token.usage, reason: 'idle', idleDays: days, lastUsed: lastUsed ?? null }
+  const target = { type: 'token' as const, id: token.id }
+  const now = deps.tokens.now()
+  const event = auditEvent(now, 'token.deleted', systemActor, target, account.username, details)
+  const deleted = await deps.db.transaction().execute(async (trx) => {
+    if (!(await tokensRepo.deleteUnretired(trx, account.username, token.id))) return false
+    await auditRepo.insert(trx, event)
+    await deps.tokens.notifyChanged(trx, [token.id])
+    return true
+  })
+  if (deleted) deps.tokens.forget([token.id])
+  return deleted
+}
+
+/**
+ * The account's tokens warned as idle and still unused since, with when they will be deleted
+ * under its policy now (none if the policy no longer has `idleDays`).
+ */
+export async function idleDeletion(
+  deps: HygieneDeps,
+  username: string,
+  now: number,
+): Promise<Notice[]> {
+  const account = await deps.tokens.directory.find(username)
+  const days = account === undefined ? undefined : policyOf(deps.catalog, account).idleDays
+  if (days === undefined) return []
+  const notices: Notice[] = []
+  for (const w of await warningsRepo.idleWarned(deps.db, username)) {
+    if (w.basis !== (w.lastUsed ?? w.token.created)) continue
+    const at = isoTime(Math.max(deletesAt(w.basis, Date.parse(w.warned), days), now))
+    notices.push({ kind: 'idle', token: deps.tokens.listed(w.token), at })
+  }
+  return notices
+}
