@@ -9,6 +9,7 @@ const perDialect = [
   'test/e2e/crash.test.ts',
   'test/e2e/shutdown.test.ts',
   'test/e2e/slow-clients.test.ts',
+  'test/mail/mail.test.ts',
 ]
 
 export default defineConfig({

@@ -10,6 +10,7 @@ import {
 import type { Env } from './config/env.js'
 import { ConfigError } from './config/error.js'
 import { type HttpConfig, httpConfig } from './config/http.js'
+import { type MailConfig, mailConfig } from './config/mail.js'
 import { type UsageConfig, usageConfig } from './config/usage.js'
 import { flag, integer } from './config/values.js'
 
@@ -45,6 +46,8 @@ export interface Config {
   metrics?: { host: string; port: number }
   /** Metering: retention of the verification counts, credit thresholds. */
   usage: UsageConfig
+  /** Mail (invitations, token warnings) through SMTP_URL; none when it is unset. */
+  mail?: MailConfig
 }
 
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
@@ -114,5 +117,6 @@ export function toConfig(env: Env): Config {
     leaks: { keysFile: env.LEAK_REPORT_KEYS, policy: leakPolicy(env.LEAKED_TOKENS) },
     metrics: metricsConfig(env),
     usage: usageConfig(env),
+    mail: mailConfig(env, http.publicUrl),
   }
 }

@@ -10,9 +10,13 @@ import { postgresChanges, sqliteChanges } from './db/changes.js'
 import type { Db } from './db/database.js'
 import { type OpenDatabase, openDatabase } from './db/open.js'
 import { outboxRepo } from './db/outbox.js'
+import { warningsRepo } from './db/warnings.js'
 import { webhookRepo } from './db/webhooks.js'
 import { EventFeed } from './events/feed.js'
-import { startJobs } from './jobs.js'
+import { TokenHygiene, type TokenWarning } from './hygiene/hygiene.js'
+import { backgroundJobs, startJobs } from './jobs.js'
+import { createMailer, type Mailer } from './mail/mailer.js'
+import { mailWarning } from './mail/warnings.js'
 import { Metrics } from './metrics/metrics.js'
 import { FactorService } from './people/factors.js'
 import { MemberService } from './people/members.js'
@@ -71,8 +75,12 @@ export interface AppContext {
   credits: CreditService
   /** The integrations' outbox, followed: what the event stream serves. */
   events: EventFeed
+  /** Warnings before tokens end, and idle tokens deleted by policy (docs/token-policy.md). */
+  hygiene: TokenHygiene
   /** Delivers the outbox's events to the registered webhook endpoints. */
   webhooks: WebhookDispatcher
+  /** SMTP_URL's mailer: invitations and token warnings (docs/mail.md); none when it is unset. */
+  mailer?: Mailer
   /** Starts the background jobs of a serving process: usage flushes, retention pruning, webhooks. */
   startBackground(): void
   /**
@@ -190,6 +198,9 @@ function buildServices(
     groupCommits: metrics.groupCommits,
   })
   const accounts = new AccountService(db, catalog, tokens)
+  const mailer = createMailer(config, log)
+  const onWarning = mailer && ((w: TokenWarning) => void mailWarning(mailer, db, w))
+  const { portalReturnOrigins } = config.dashboard
   return {
     db,
     keyring,
@@ -197,7 +208,7 @@ function buildServices(
     tokens,
     accounts,
     holders: new SessionService(db, accounts, tokens.now),
-    members: new MemberService(db, accounts, tokens.now, config.dashboard.portalReturnOrigins),
+    members: new MemberService(db, accounts, tokens.now, portalReturnOrigins, mailer),
     factors: new FactorService(db, keyring, tokens.now, config.dashboard.require2fa),
     passkeys: new PasskeyService(db, tokens.now),
     leaks: new LeakService(db, tokens, accounts, config.leaks.policy, started.leakKeys),
@@ -206,8 +217,10 @@ function buildServices(
     metrics,
     usage,
     credits: new CreditService({ db, catalog, config, log, now: tokens.now }),
+    hygiene: new TokenHygiene({ db, catalog, tokens, log, onWarning }),
     events: new EventFeed(db, log),
     webhooks: new WebhookDispatcher({ db, log, config, now: now ?? Date.now }),
+    mailer,
   }
 }
 
@@ -237,6 +250,7 @@ export async function createContext(
     await outboxRepo.prune(db, eventCutoff, await webhookRepo.lowestCursor(db))
     await usage.prune()
     await services.credits.prune()
+    await warningsRepo.prune(db)
     await members.prune()
     await factors.prune()
     return removed
@@ -258,14 +272,15 @@ export async function createContext(
     startBackground() {
       usage.start()
       webhooks.start()
-      timers = startJobs(log, opened.ready, prune, () => tokens.sweepRetired())
+      timers = startJobs(log, opened.ready, backgroundJobs(prune, tokens, services.hygiene))
     },
     prune,
     async close() {
       opened.stop()
-      for (const timer of timers) clearInterval(timer)
+      for (const timer of timers) clearTimeout(timer)
       events.close()
       await webhooks.stop()
+      await services.mailer?.close()
       if (opened.ready()) await usage.stop().catch(() => {})
       else log.warn('database not ready: the usage counts not yet written are dropped')
       await followed.changes.close()

@@ -41,6 +41,8 @@ const names = [
   'USAGE_HOUR_RETENTION_DAYS',
   'USAGE_DAY_RETENTION_DAYS',
   'CREDIT_THRESHOLDS',
+  'SMTP_URL',
+  'MAIL_FROM',
 ] as const
 
 /** Every environment variable Tessera reads, as given. Nothing below context.ts reads process.env. */

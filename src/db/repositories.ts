@@ -28,19 +28,16 @@ export interface LeakEvidence {
 }
 
 export const toAccount = (row: Selectable<AccountsTable>): AccountRecord => {
-  const account: AccountRecord = {
+  // Written by setPolicy from a policy read the same way: a stored one always reads.
+  const policy = row.token_policy == null ? '' : readTokenPolicy(JSON.parse(row.token_policy))
+  return {
     username: row.username,
     plan: row.plan,
     features: JSON.parse(row.features),
     created: row.created,
     disabled: row.disabled === 1,
+    ...(typeof policy === 'string' ? {} : { policy }),
   }
-  if (row.token_policy != null) {
-    // Written by setPolicy from a policy read the same way: a stored one always reads.
-    const policy = readTokenPolicy(JSON.parse(row.token_policy))
-    if (typeof policy !== 'string') account.policy = policy
-  }
-  return account
 }
 
 export const toToken = (row: Selectable<TokensTable>): TokenRecord => {

@@ -7,6 +7,7 @@ export type {
   UsageTable,
 } from './schema-usage.js'
 
+import type { TokenLastUsedTable, TokenWarningsTable } from './schema-hygiene.js'
 import type {
   CreditLeasesTable,
   CreditsTable,
@@ -24,17 +25,6 @@ export interface AccountsTable {
   disabled: number
   /** The owner's token policy as JSON (token-policy.ts); null: none (migration 0014). */
   token_policy: Generated<string | null>
-}
-
-/** Each warning given about a token, once per kind and basis (migration 0014). */
-export interface TokenWarningsTable {
-  token_id: string
-  /** `expiring_7d`, `expiring_1d`, `retiring` or `idle`. */
-  kind: string
-  /** The instant warned about (ISO 8601): an end of life, or the last use idleness counts from. */
-  basis: string
-  username: string
-  at: string
 }
 
 export interface TokensTable {
@@ -165,11 +155,6 @@ export interface AuditEventsTable {
   request_id: string | null
   /** JSON object, or null. */
   details: string | null
-}
-
-export interface TokenLastUsedTable {
-  token_id: string
-  at: string
 }
 
 export interface EventOutboxTable {

@@ -1,6 +1,7 @@
 import { type Kysely, PostgresAdapter, type RawBuilder, type Selectable, sql } from 'kysely'
 import { type AccountRecord, type TokenRecord, toAccount, toToken } from './repositories.js'
-import type { Database, TokensTable, TokenWarningsTable } from './schema.js'
+import type { Database, TokensTable } from './schema.js'
+import type { TokenWarningsTable } from './schema-hygiene.js'
 
 type Executor = Kysely<Database>
 

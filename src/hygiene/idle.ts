@@ -32,7 +32,7 @@ const deletesAt = (basis: string, warned: number, days: number) =>
  * days after the warning at the earliest) is deleted (`token.deleted`, reason `idle`). A use in
  * between moves its last use, so the warning no longer matches and nothing is deleted; a policy
  * new to an account warns its long-unused tokens first, and deletes them 7 days later.
- * An account's default token and rolled tokens are never idle-deleted.
+ * An account's default token, rolled tokens and tokens past their end are never idle-deleted.
  */
 export async function sweepIdle(deps: HygieneDeps, warnings: IdleWarnings): Promise<IdleSweep> {
   const { db, catalog } = deps
@@ -51,6 +51,8 @@ export async function sweepIdle(deps: HygieneDeps, warnings: IdleWarnings): Prom
     )
     const warnedAt = new Map(given.map((w) => [`${w.token_id} ${w.basis}`, Date.parse(w.at)]))
     for (const candidate of candidates) {
+      // Ended already (its expiresAt passed): refused, nothing to warn of.
+      if (candidate.token.expiresAt != null && candidate.token.expiresAt <= now) continue
       const basis = candidate.lastUsed ?? candidate.token.created
       const warned = warnedAt.get(`${candidate.token.id} ${basis}`)
       if (warned === undefined) {

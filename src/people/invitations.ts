@@ -3,6 +3,7 @@ import { type Actor, auditEvent } from '../audit/events.js'
 import { auditRepo } from '../db/audit.js'
 import { newPerson, type PersonRow, peopleRepo } from '../db/people.js'
 import { ApiError } from '../errors.js'
+import { invitationMail } from '../mail/messages.js'
 import { isoTime } from '../time.js'
 import { join, loginTaken, memberTarget, newJoinLink, type PeopleDeps } from './membership.js'
 import { hashPassword, passwordProblem } from './passwords.js'
@@ -77,7 +78,20 @@ export class InvitationService {
       })
       await auditRepo.insert(trx, event)
     })
+    this.mail(username, link, invitation)
     return { secret: link, invitation }
+  }
+
+  /**
+   * The link to the invitee too, where Tessera has mail: not awaited, so a slow or refused
+   * server never fails the invitation, which the inviter still sees and can pass on.
+   */
+  private mail(account: string, link: string, i: Invitation) {
+    const { mailer } = this.deps
+    if (mailer === undefined) return
+    const url = `${mailer.origin}/account/invitations/${link}`
+    const message = { account, role: i.role, link: url, expires: i.expires, inviter: i.invitedBy }
+    void mailer.send({ to: [i.email], ...invitationMail(message) })
   }
 
   async revoke(username: string, id: string, actor: Actor): Promise<void> {

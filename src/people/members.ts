@@ -4,6 +4,7 @@ import { auditRepo } from '../db/audit.js'
 import type { Db } from '../db/database.js'
 import { peopleRepo } from '../db/people.js'
 import { ApiError } from '../errors.js'
+import type { Mailer } from '../mail/mailer.js'
 import { isoTime } from '../time.js'
 import { personOfIdentity } from './identities.js'
 import { InvitationService, type Invitee } from './invitations.js'
@@ -42,8 +43,9 @@ export class MemberService {
     accounts: AccountService,
     now: () => number,
     portalReturnOrigins: readonly string[],
+    mailer?: Mailer,
   ) {
-    this.deps = { db, accounts, now }
+    this.deps = { db, accounts, now, mailer }
     this.invitationLinks = new InvitationService(this.deps)
     this.portalLinks = new PortalLinkService(this.deps, portalReturnOrigins)
   }

@@ -3,6 +3,7 @@ import type { Db } from '../db/database.js'
 import { peopleRepo } from '../db/people.js'
 import { accountsRepo } from '../db/repositories.js'
 import { ApiError } from '../errors.js'
+import type { Mailer } from '../mail/mailer.js'
 import { checkRole, type Role } from './roles.js'
 import { digest, secret } from './secrets.js'
 
@@ -11,6 +12,8 @@ export interface PeopleDeps {
   db: Db
   accounts: AccountService
   now: () => number
+  /** SMTP_URL's mailer: invitations are mailed too; none, and they are only shown. */
+  mailer?: Mailer
 }
 
 export const memberTarget = (login: string) => ({ type: 'member' as const, id: login })

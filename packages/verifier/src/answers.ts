@@ -31,7 +31,7 @@ export interface VerifiedToken {
   readonly clientId: string | undefined
   /** Issued at, epoch seconds. */
   readonly iat: number | undefined
-  /** Expiry, epoch seconds: tk only. */
+  /** Expiry, epoch seconds: a tk's, or a pk/sk's end of life (`expiresAt`) when it has one. */
   readonly exp: number | undefined
   /** The token's restriction; undefined when it has none. */
   readonly allowedUrls: readonly string[] | undefined

@@ -136,6 +136,20 @@ describe('@tessera/verifier against Tessera', () => {
     expect(verifier.verifyCached(pk.token, { scope: 'styles:read' })?.valid).toBe(true)
   })
 
+  it('gives a pk or sk its end of life (expiresAt) as exp, and TokenExpired from then on', async () => {
+    const ends = Date.now() + 2_500
+    const pk = await create({ scopes: ['styles:read'], expiresAt: new Date(ends).toISOString() })
+    const answer = await verifier.verify(pk.token, { scope: 'styles:read' })
+    expect(answer).toMatchObject({ valid: true, usage: 'pk', id: pk.id })
+    expect(answer.valid && answer.exp).toBe(Math.floor(ends / 1000))
+    await new Promise((r) => setTimeout(r, ends - Date.now() + 50))
+    // The cached answer is dropped at its exp; Tessera says the token has ended.
+    expect(await verifier.verify(pk.token, { scope: 'styles:read' })).toEqual({
+      valid: false,
+      reason: 'TokenExpired',
+    })
+  })
+
   it('answers the retrieve codes of bad tokens', async () => {
     const { token } = await create({ scopes: ['styles:read'] })
     const [usage, payload, signature] = token.split('.')

@@ -56,8 +56,9 @@ function listAndInvite(app: FastifyInstance, ctx: AppContext) {
         summary: 'Invite a member',
         description:
           'A one-time invitation link (7 days) for the person to join with the role: they ' +
-          'choose a username and password, or join as the person they are signed in as. No ' +
-          `mail is sent. 422 \`resources are invalid\` for a bad email or role. ${missing}`,
+          'choose a username and password, or join as the person they are signed in as. Where ' +
+          'SMTP_URL is set the link is also mailed to the email. 422 `resources are invalid` ' +
+          `for a bad email or role. ${missing}`,
         tags,
         security: operatorKey,
         params: UsernameParams,

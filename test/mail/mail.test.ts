@@ -1,0 +1,197 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { cliActor } from '../../src/audit/events.js'
+import type { Mailer } from '../../src/mail/mailer.js'
+import type { TokenWarning } from '../../src/mail/messages.js'
+import { mailWarning } from '../../src/mail/warnings.js'
+import { type Harness, harness, T0 } from '../helpers.js'
+import { admin, adminEnv } from '../http/admin-client.js'
+import { DashboardClient, origin, titleOf } from '../http/dashboard-client.js'
+import { startSmtp } from './smtp.js'
+
+/**
+ * Mail as Tessera sends it, to a real SMTP server the test starts on loopback: an invitation
+ * made through the admin API reaches the invitee and its link works once; a token warning
+ * reaches the account's owners who have an address and links to the token's page.
+ */
+
+const password = 'correct horse battery staple'
+const day = 86_400_000
+const footer = '\n-- \nSent by Tessera. This address does not read replies.\n'
+
+describe('mail through a real SMTP server', () => {
+  let smtp: Awaited<ReturnType<typeof startSmtp>>
+  let h: Harness
+  let mailer: Mailer
+
+  beforeEach(async () => {
+    smtp = await startSmtp()
+    h = await harness({
+      ...adminEnv,
+      SMTP_URL: `smtp://127.0.0.1:${smtp.port}`,
+      PUBLIC_URL: origin,
+    })
+    mailer = h.ctx.mailer as Mailer
+  })
+  afterEach(async () => {
+    await h.close()
+    await smtp.close()
+  })
+
+  /** An invitation by the operator; answers the admin API's link and the mail it sent. */
+  const invite = async (email: string, role: string) => {
+    const res = await admin(h.app, 'POST', '/accounts/alice/members', { email, role })
+    expect(res.status).toBe(201)
+    await mailer.idle()
+    return { url: res.body.invitationUrl as string, mail: smtp.received.at(-1) }
+  }
+
+  /** A new person accepts the link in their browser: signed in to alice afterwards. */
+  const accept = async (url: string, login: string) => {
+    const browser = new DashboardClient(h.app)
+    const path = new URL(url).pathname
+    const joined = await browser.post(path, { login, password, confirm: password })
+    expect(joined.status).toBe(303)
+    return browser
+  }
+
+  it('mails an invitation to the invitee, and the link in it works once', async () => {
+    const { url, mail } = await invite('Dana@Example.com', 'developer')
+    expect(url).toMatch(/^https:\/\/tessera\.test\/account\/invitations\/[A-Za-z0-9_-]{43}$/)
+    expect(smtp.received).toHaveLength(1)
+    expect(mail?.mailFrom).toBe('tessera@tessera.test')
+    expect(mail?.rcptTo).toEqual(['dana@example.com'])
+    expect(mail?.headers.get('from')).toBe('Tessera <tessera@tessera.test>')
+    expect(mail?.headers.get('to')).toBe('dana@example.com')
+    expect(mail?.headers.get('subject')).toBe('Invitation to alice on Tessera')
+    expect(mail?.headers.get('auto-submitted')).toBe('auto-generated')
+    expect(mail?.text).toBe(
+      [
+        'You are invited to join the account alice on Tessera as developer.',
+        '',
+        'To accept, open this link and sign in, or choose a username and password:',
+        '',
+        url,
+        '',
+        'The link works once and until 2026-11-29 12:00 UTC. Anyone who has it can use it:',
+        'do not forward this mail. If you did not expect it, ignore it: nothing happens',
+        'unless the link is opened and accepted.',
+      ].join('\n') + footer,
+    )
+    const path = new URL(url).pathname
+    const page = await new DashboardClient(h.app).get(path)
+    expect(page.status).toBe(200)
+    expect(page.body).toContain('alice')
+    const dana = await accept(url, 'dana')
+    expect((await dana.get('/account')).status).toBe(200)
+    const again = await new DashboardClient(h.app).get(path)
+    expect([again.status, titleOf(again.body)]).toEqual([410, 'Link no longer valid'])
+    expect(mailer.counts).toEqual({ sent: 1, failed: 0 })
+  })
+
+  it('names the inviter who is a member, and the link stops working when it expires', async () => {
+    const owner = new DashboardClient(h.app)
+    const setup = await h.ctx.holders.invite('alice', cliActor)
+    await owner.post(`/account/setup/${setup}`, { password, confirm: password })
+    await owner.get('/account')
+    const made = await owner.post('/account/members/invite', {
+      email: 'vic@example.com',
+      role: 'viewer',
+    })
+    expect(made.status).toBe(200)
+    await mailer.idle()
+    const mail = smtp.received.at(-1)
+    expect(mail?.rcptTo).toEqual(['vic@example.com'])
+    const lines = mail?.text.split('\n') ?? []
+    expect(lines[0]).toBe('alice has invited you to join the account alice on Tessera as viewer.')
+    // The link the dashboard shows the owner is the one mailed.
+    expect(made.body).toContain(lines[4])
+    h.clock.now = T0 + 7 * day + 1
+    const path = new URL(lines[4] as string).pathname
+    expect((await new DashboardClient(h.app).get(path)).status).toBe(410)
+  })
+
+  it("mails an expiring token's warnings to the owners with an address, linking to its page", async () => {
+    const owen = await accept((await invite('owen@example.com', 'owner')).url, 'owen')
+    await accept((await invite('Olga@example.com', 'owner')).url, 'olga')
+    await accept((await invite('dev@example.com', 'developer')).url, 'dev')
+    const account = await h.ctx.accounts.get('alice')
+    const expiresAt = '2026-11-27T18:30:00.000Z'
+    const made = await h.ctx.tokens.create(
+      account,
+      h.ctx.accounts.holder(account),
+      { scopes: ['styles:read'], note: 'CI deploy', expiresAt },
+      cliActor,
+    )
+    const invitations = smtp.received.length
+    // The sweep every instance runs: the 7-day warning now, the 1-day one later, each once.
+    expect(await h.ctx.hygiene.sweep()).toBe(1)
+    expect(await h.ctx.hygiene.sweep()).toBe(0)
+    await mailer.idle()
+    const link = `https://tessera.test/account/tokens/${made.id}`
+    const text = `${[
+      `Token "CI deploy" (${made.id}) of the account alice`,
+      'expires at 2026-11-27 18:30 UTC. From then on every request with it is refused (TokenExpired).',
+      'Roll it for a new token, extend its end where the account policy allows, or',
+      'delete it if it is no longer needed:',
+      '',
+      link,
+      '',
+      'You receive this as an owner of alice.',
+    ].join('\n')}${footer}`
+    const warnings = () =>
+      smtp.received.slice(invitations).map((m) => ({
+        rcptTo: m.rcptTo,
+        to: m.headers.get('to'),
+        subject: m.headers.get('subject'),
+        text: m.text,
+      }))
+    const owners = ['olga@example.com', 'owen@example.com']
+    const to = 'olga@example.com, owen@example.com'
+    const first = {
+      rcptTo: owners,
+      to,
+      subject: 'Tessera: token "CI deploy" of alice expires within 7 days',
+      text,
+    }
+    expect(warnings()).toEqual([first])
+    // The link leads an owner signed in to the token's page.
+    const page = await owen.get(new URL(link).pathname)
+    expect(page.status).toBe(200)
+    expect(page.body).toContain('CI deploy')
+    h.clock.now = Date.parse(expiresAt) - 23 * 3_600_000
+    expect(await h.ctx.hygiene.sweep()).toBe(1)
+    await mailer.idle()
+    expect(warnings()).toEqual([
+      first,
+      {
+        ...first,
+        subject: 'Tessera: token "CI deploy" of alice expires within a day',
+        text,
+      },
+    ])
+    expect(JSON.stringify(smtp.received)).not.toContain(made.token as string)
+  })
+
+  it('sends no warning where no owner has an address', async () => {
+    const { token: _, ...view } = h.alice.defaultToken
+    const w: TokenWarning = { kind: 'retiring', account: 'alice', token: view, at: isoIn(1) }
+    await mailWarning(mailer, h.ctx.db, w)
+    expect(smtp.received).toEqual([])
+    expect(mailer.counts).toEqual({ sent: 0, failed: 0 })
+  })
+
+  it('still invites when the SMTP server is down: the link is shown, the failure counted', async () => {
+    await smtp.close()
+    const res = await admin(h.app, 'POST', '/accounts/alice/members', {
+      email: 'dana@example.com',
+      role: 'viewer',
+    })
+    expect(res.status).toBe(201)
+    await mailer.idle()
+    expect(mailer.counts).toEqual({ sent: 0, failed: 1 })
+    const page = await new DashboardClient(h.app).get(new URL(res.body.invitationUrl).pathname)
+    expect(page.status).toBe(200)
+  })
+})
+
+const isoIn = (days: number) => new Date(T0 + days * day).toISOString()
