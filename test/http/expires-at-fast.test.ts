@@ -49,6 +49,43 @@ describe('expiresAt ahead of Fastify', () => {
     expect(stored.expiresAt).toBe(end)
   })
 
+  it("refuses what the account's token policy forbids exactly as the route does", async () => {
+    const s = await serving({ RATE_LIMIT_PER_MINUTE: '1000' })
+    const sk = await s.h.token(s.h.alice.username, [...all, 'styles:read'])
+    await s.h.ctx.tokens.validate(sk.token)
+    const policy = { maxSkLifetimeDays: 30, pkAllowedUrls: true }
+    await s.h.ctx.accounts.setTokenPolicy(s.h.alice.username, policy, cliActor)
+    const url = tokens(s.h.alice.username, sk.token)
+    const bodies: [string, number][] = [
+      [JSON.stringify({ scopes: ['tokens:read'] }), 422],
+      [
+        JSON.stringify({
+          scopes: ['tokens:read'],
+          expiresAt: iso(s.h.clock.now + 31 * 86_400_000),
+        }),
+        422,
+      ],
+      [JSON.stringify({ scopes: ['styles:read'] }), 422],
+      [
+        JSON.stringify({ scopes: ['tokens:read'], expiresAt: iso(s.h.clock.now + 86_400_000) }),
+        200,
+      ],
+    ]
+    for (const [body, status] of bodies) {
+      const route = await s.inject(url, 'POST', {}, body)
+      s.fastify.length = 0
+      const fast = await s.socket(url, 'POST', {}, body)
+      expect(s.fastify, body).toEqual([])
+      expect(fast.status, body).toBe(status)
+      expect(shape(fast), body).toEqual(shape(route))
+    }
+    expect(JSON.parse((await s.socket(url, 'POST', {}, bodies[0]?.[0])).body)).toEqual({
+      message: 'resources are invalid',
+      details:
+        "the account's token policy requires a secret token to end within 30 days: give expiresAt",
+    })
+  })
+
   it('answers retrieve of an expired token as the route does', async () => {
     const s = await serving({ RATE_LIMIT_PER_MINUTE: '1000' })
     const account = s.h.alice

@@ -167,6 +167,42 @@ describe('webhook delivery', () => {
     ])
   })
 
+  it('delivers the warnings of token hygiene and policy changes to an endpoint that asks', async () => {
+    const hooked = await register({
+      url: rx.url('/hygiene'),
+      events: ['token.expiring', 'token.retiring', 'token.idle', 'token_policy.changed'],
+    })
+    h.ctx.webhooks.start()
+    const holder = await h.token('alice', all)
+    const ends = iso(T0 + 2 * hour)
+    const made = await call(h.app, 'POST', '/tokens/v2/alice', holder.token, {
+      scopes: ['scopes:list'],
+      expiresAt: ends,
+    })
+    expect(made.status).toBe(200)
+    const policy = { idleDays: 30 }
+    expect((await admin(h.app, 'PUT', '/accounts/alice/token-policy', policy)).status).toBe(200)
+    expect(await h.ctx.hygiene.sweep()).toBe(1)
+    await waitFor(() => rx.received.length === 2)
+    expect(
+      rx.received.map((r) => [r.path, r.event.action, r.event.actor, r.event.details]),
+    ).toEqual([
+      ['/hygiene', 'token_policy.changed', { type: 'admin', id: 'k1' }, { policy, before: {} }],
+      [
+        '/hygiene',
+        'token.expiring',
+        { type: 'system' },
+        { usage: 'sk', expiresAt: ends, threshold: '1d' },
+      ],
+    ])
+    expect(rx.received[1]?.event.target).toEqual({ type: 'token', id: made.body.id })
+    // Recorded after the receiver counted them (it counts before it answers).
+    await waitFor(async () => {
+      const states = (await deliveries(hooked.id)).map((d) => d.state)
+      return states.length === 2 && states.every((s) => s === 'delivered')
+    })
+  })
+
   it('never sends an endpoint its own creation, even with webhook.created in its filter', async () => {
     const hook = await register({ url: rx.url(), events: ['webhook.created', 'token.deleted'] })
     const own = (await h.ctx.audit.list({ actions: ['webhook.created'], limit: 10 }))[0]
