@@ -86,7 +86,10 @@ report="$work/vitest-report.json"
 # - test/browser: the pages whose server side leans on the runtime: passkeys (WebAuthn crypto),
 #   two-step (TOTP), single sign-on (openid-client: fetch and JOSE), and the whole journey.
 # - The verifier package: it runs inside platforms' own processes, on their Node.
-npx vitest run --project sqlite --project browser test/http \
+# - test/mail's delivery and transport: nodemailer speaks SMTP over node:net and node:tls (not
+#   its config and message texts, which are our own).
+npx vitest run --project sqlite --project browser test/http test/mail/mail.test.ts \
+  test/mail/transport.test.ts \
   $(find test/e2e -name '*.test.ts' ! -name config.test.ts ! -name pack.test.ts | sort) \
   test/browser/passkeys.test.ts test/browser/two-step.test.ts test/browser/sso.test.ts \
   test/browser/journey.test.ts packages/verifier/test \

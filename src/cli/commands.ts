@@ -33,6 +33,10 @@ export interface Args {
     refill?: string
     amount?: string
     day?: string
+    'max-sk-lifetime-days'?: string
+    'pk-allowed-urls'?: boolean
+    'idle-days'?: string
+    'roll-grace-max-hours'?: string
   }
 }
 

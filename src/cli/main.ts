@@ -18,6 +18,7 @@ import {
 } from './commands.js'
 import { creditsCommand } from './credits.js'
 import { memberCommand } from './members.js'
+import { policyCommand } from './policy.js'
 import { webhookCommand } from './webhooks.js'
 
 const usage = `usage: tessera <command>
@@ -36,6 +37,9 @@ const usage = `usage: tessera <command>
                                               at 00:00 UTC (monthly: on day D, 1-28, default 1)
   credits increment|decrement <username> <n> [--token ID]
   credits remove <username> [--token ID]      no longer metered
+  policy show <username>                      the account's token policy: own, plan's, effective
+  policy set <username> [--max-sk-lifetime-days N] [--pk-allowed-urls] [--idle-days N]
+             [--roll-grace-max-hours N]       replaces the account's own (none: no option)
   member list <account>                       the people of an account, with their roles
   member add <account> <email> [--role R]     a one-time invitation link (7 days; role owner,
                                               developer (the default) or viewer)
@@ -88,6 +92,10 @@ const parse = (argv: string[]) =>
       refill: { type: 'string' },
       amount: { type: 'string' },
       day: { type: 'string' },
+      'max-sk-lifetime-days': { type: 'string' },
+      'pk-allowed-urls': { type: 'boolean' },
+      'idle-days': { type: 'string' },
+      'roll-grace-max-hours': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   })
@@ -101,6 +109,7 @@ const groups = new Map<string, Group>([
   ['account', accountCommand],
   ['token', tokenCommand],
   ['credits', creditsCommand],
+  ['policy', policyCommand],
 ])
 
 async function run(argv: string[]): Promise<void> {

@@ -1,0 +1,31 @@
+import { cliActor } from '../audit/events.js'
+import type { Args, Group } from './commands.js'
+
+/** An option's text as the number it spells, or as it is (the service says what is wrong). */
+const number = (text: string | undefined) =>
+  text === undefined ? undefined : /^[0-9]{1,9}$/.test(text) ? Number(text) : text
+
+/** The policy the options spell; a key without its option has no rule of the account's own. */
+function policyOf(values: Args['values']): Record<string, unknown> {
+  const policy: Record<string, unknown> = {
+    maxSkLifetimeDays: number(values['max-sk-lifetime-days']),
+    idleDays: number(values['idle-days']),
+    rollGraceMaxHours: number(values['roll-grace-max-hours']),
+  }
+  if (values['pk-allowed-urls'] === true) policy.pkAllowedUrls = true
+  for (const key of Object.keys(policy)) if (policy[key] === undefined) delete policy[key]
+  return policy
+}
+
+/**
+ * `tessera policy show|set <username> [...]`: the account's token policy (docs/token-policy.md),
+ * the same service as the admin API's, a change audited as the CLI's. `set` replaces the
+ * account's own policy as a whole: with no option, it has none (its plan's still holds).
+ */
+export const policyCommand: Group = async (ctx, _config, { positionals, values }) => {
+  const [, sub, username, extra] = positionals
+  if (username === undefined || extra !== undefined) return undefined
+  if (sub === 'show') return ctx.accounts.tokenPolicy(await ctx.accounts.get(username))
+  if (sub === 'set') return ctx.accounts.setTokenPolicy(username, policyOf(values), cliActor)
+  return undefined
+}
