@@ -7,7 +7,7 @@ export interface TokenLastUsedTable {
 /** Each warning given about a token, once per kind and basis (migration 0014). */
 export interface TokenWarningsTable {
   token_id: string
-  /** `expiring_7d`, `expiring_1d`, `retiring` or `idle`. */
+  /** `expiring_7d`, `expiring_1d`, `retiring`, or `idle_<days>` (the rule it was given under). */
   kind: string
   /** The instant warned about (ISO 8601): an end of life, or the last use idleness counts from. */
   basis: string

@@ -135,6 +135,22 @@ export const warningsRepo = {
     return Number(result.numInsertedOrUpdatedRows ?? 0) > 0
   },
 
+  /**
+   * Gives a warning again (a new `at`) if it is still as it was read (`at` unchanged): whether
+   * this call did, once across a fleet as `give`.
+   */
+  async renew(db: Executor, row: TokenWarningsTable, was: string): Promise<boolean> {
+    const result = await db
+      .updateTable('token_warnings')
+      .set({ at: row.at })
+      .where('token_id', '=', row.token_id)
+      .where('kind', '=', row.kind)
+      .where('basis', '=', row.basis)
+      .where('at', '=', was)
+      .executeTakeFirst()
+    return Number(result.numUpdatedRows) > 0
+  },
+
   /** The warnings of a kind given about these tokens. */
   async given(
     db: Executor,
@@ -150,8 +166,8 @@ export const warningsRepo = {
       .execute()
   },
 
-  /** Idle warnings of an account's tokens, with the token and its last use. */
-  async idleWarned(db: Executor, username: string) {
+  /** Warnings of a kind about an account's tokens, with the token and its last use. */
+  async warnedOf(db: Executor, username: string, kind: string) {
     const rows = await db
       .selectFrom('token_warnings')
       .innerJoin('tokens', 'tokens.id', 'token_warnings.token_id')
@@ -163,7 +179,7 @@ export const warningsRepo = {
         'token_last_used.at as last_used',
       ])
       .where('token_warnings.username', '=', username)
-      .where('token_warnings.kind', '=', 'idle')
+      .where('token_warnings.kind', '=', kind)
       .execute()
     return rows.map((row) => {
       const { basis, warned, last_used, ...token } = row as Selectable<TokensTable> & {

@@ -65,7 +65,8 @@ export class TokenHygiene {
   /** Gives idle warnings and deletes idle tokens warned long enough ago (see sweepIdle). */
   sweepIdle(): Promise<IdleSweep> {
     return sweepIdle(this.deps, {
-      record: (token, basis, details) => this.record(token, 'idle', basis, 'token.idle', details),
+      record: (token, kind, basis, details) =>
+        this.record(token, kind, basis, 'token.idle', details),
       tell: (warning) => this.tell(warning),
     })
   }

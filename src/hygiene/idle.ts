@@ -17,13 +17,28 @@ const perAccount = 2_000
 
 /** How the sweep records a warning (once across a fleet) and hands it on. */
 export interface IdleWarnings {
-  record(token: TokenRecord, basis: string, details: Record<string, unknown>): Promise<boolean>
+  record(
+    token: TokenRecord,
+    kind: string,
+    basis: string,
+    details: Record<string, unknown>,
+  ): Promise<boolean>
   tell(warning: TokenWarning): void
 }
 
 /** When a token unused since `basis` (warned at `warned`) is deleted: never before either. */
 const deletesAt = (basis: string, warned: number, days: number) =>
   Math.max(Date.parse(basis) + days * dayMs, warned + idleNoticeMs)
+
+/**
+ * A warning stands for the rule it was given under (its kind names the days) and for a day past
+ * the deletion it announced: one older (the rule was off in between, or the sweep did not run)
+ * is given again, and the deletion waits 7 days from then.
+ */
+const idleKind = (days: number) => `idle_${days}`
+const standsMs = dayMs
+const stale = (basis: string, warned: number, days: number, now: number) =>
+  now > deletesAt(basis, warned, days) + standsMs
 
 /**
  * Idle tokens, for every account whose policy has `idleDays`: a token unused (its last use, or
@@ -44,19 +59,19 @@ export async function sweepIdle(deps: HygieneDeps, warnings: IdleWarnings): Prom
     const now = deps.tokens.now()
     const before = isoTime(now - (days * dayMs - idleNoticeMs))
     const candidates = await warningsRepo.idle(db, account.username, before, perAccount)
-    const given = await warningsRepo.given(
-      db,
-      'idle',
-      candidates.map((c) => c.token.id),
-    )
-    const warnedAt = new Map(given.map((w) => [`${w.token_id} ${w.basis}`, Date.parse(w.at)]))
+    const kind = idleKind(days)
+    const ids = candidates.map((c) => c.token.id)
+    const given = await warningsRepo.given(db, kind, ids)
+    const warnedAt = new Map(given.map((w) => [`${w.token_id} ${w.basis}`, w.at]))
     for (const candidate of candidates) {
       // Ended already (its expiresAt passed): refused, nothing to warn of.
       if (candidate.token.expiresAt != null && candidate.token.expiresAt <= now) continue
       const basis = candidate.lastUsed ?? candidate.token.created
-      const warned = warnedAt.get(`${candidate.token.id} ${basis}`)
-      if (warned === undefined) {
-        if (await warn(deps, warnings, candidate, basis, days, now)) done.warned++
+      const at = warnedAt.get(`${candidate.token.id} ${basis}`)
+      const warned = at === undefined ? undefined : Date.parse(at)
+      if (at === undefined || warned === undefined || stale(basis, warned, days, now)) {
+        const warning = { kind, basis, was: at }
+        if (await warn(deps, warnings, candidate, warning, days, now)) done.warned++
       } else if (now >= deletesAt(basis, warned, days)) {
         if (await remove(deps, account, candidate, days)) done.deleted++
       }
@@ -65,20 +80,50 @@ export async function sweepIdle(deps: HygieneDeps, warnings: IdleWarnings): Prom
   return done
 }
 
+/** An idle warning given, or given again (`was`: when the stale one was), once across a fleet. */
 async function warn(
   deps: HygieneDeps,
   warnings: IdleWarnings,
   candidate: IdleCandidate,
-  basis: string,
+  warning: { kind: string; basis: string; was: string | undefined },
   days: number,
   now: number,
 ): Promise<boolean> {
   const { token, lastUsed } = candidate
+  const { kind, basis, was } = warning
   const at = isoTime(deletesAt(basis, now, days))
   const details = { usage: token.usage, lastUsed: lastUsed ?? null, idleDays: days, deletesAt: at }
-  if (!(await warnings.record(token, basis, details))) return false
+  const given =
+    was === undefined
+      ? await warnings.record(token, kind, basis, details)
+      : await renew(deps, token, { kind, basis, was }, details, now)
+  if (!given) return false
   warnings.tell({ kind: 'idle', account: token.username, token: deps.tokens.listed(token), at })
   return true
+}
+
+/** A stale warning given again, with its event, unless another instance did first. */
+async function renew(
+  deps: HygieneDeps,
+  token: TokenRecord,
+  w: { kind: string; basis: string; was: string },
+  details: Record<string, unknown>,
+  now: number,
+): Promise<boolean> {
+  const row = {
+    token_id: token.id,
+    kind: w.kind,
+    basis: w.basis,
+    username: token.username,
+    at: isoTime(now),
+  }
+  const target = { type: 'token' as const, id: token.id }
+  const event = auditEvent(now, 'token.idle', systemActor, target, token.username, details)
+  return deps.db.transaction().execute(async (trx) => {
+    if (!(await warningsRepo.renew(trx, row, w.was))) return false
+    await auditRepo.insert(trx, event)
+    return true
+  })
 }
 
 /** Deletes an idle token, as a deletion by Tessera itself; whether this call deleted it. */
@@ -116,10 +161,14 @@ export async function idleDeletion(
   const days = account === undefined ? undefined : policyOf(deps.catalog, account).idleDays
   if (days === undefined) return []
   const notices: Notice[] = []
-  for (const w of await warningsRepo.idleWarned(deps.db, username)) {
+  for (const w of await warningsRepo.warnedOf(deps.db, username, idleKind(days))) {
     if (w.basis !== (w.lastUsed ?? w.token.created)) continue
-    const at = isoTime(Math.max(deletesAt(w.basis, Date.parse(w.warned), days), now))
-    notices.push({ kind: 'idle', token: deps.tokens.listed(w.token), at })
+    const warned = Date.parse(w.warned)
+    // A stale warning is given again within the hour, from which the deletion waits 7 days.
+    const ends = stale(w.basis, warned, days, now)
+      ? now + idleNoticeMs
+      : Math.max(deletesAt(w.basis, warned, days), now)
+    notices.push({ kind: 'idle', token: deps.tokens.listed(w.token), at: isoTime(ends) })
   }
   return notices
 }

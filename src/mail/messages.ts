@@ -64,8 +64,8 @@ function consequence(w: TokenWarning): { subject: string; lines: string[] } {
         subject: `expires within ${w.threshold === '1d' ? 'a day' : '7 days'}`,
         lines: [
           `expires at ${at}. From then on every request with it is refused (TokenExpired).`,
-          'Roll it for a new token, extend its end where the account policy allows, or',
-          'delete it if it is no longer needed:',
+          'Extend its end where the account policy allows, or create a new token and move',
+          'to it (a roll keeps the end), or delete it if it is no longer needed:',
         ],
       }
     case 'retiring':
@@ -89,24 +89,24 @@ function consequence(w: TokenWarning): { subject: string; lines: string[] } {
 }
 
 /**
- * A warning to the account's owners. The token is named by its note and id, never by its
- * string: a mail can be read by more than the person it is for.
+ * A warning to the account's owners. The token is named by its id, never by its string: a mail
+ * can be read by more than the person it is for. Its note, which anyone who may write tokens
+ * chose, is quoted on a line of its own and kept out of the subject: it is not Tessera's word.
  */
 export function tokenWarningMail(w: TokenWarning, publicUrl: string): Message {
   const note = oneLine(w.token.note, 80)
-  const name = note === '' ? `Token ${w.token.id}` : `Token "${note}" (${w.token.id})`
   const { subject, lines } = consequence(w)
   const text = [
-    `${name} of the account ${w.account}`,
+    `Token ${w.token.id} of the account ${w.account}`,
     ...lines,
     '',
     `${publicUrl}/account/tokens/${encodeURIComponent(w.token.id)}`,
     '',
+    ...(note === '' ? [] : [`Its note, as written in the account: "${note}"`, '']),
     `You receive this as an owner of ${w.account}.`,
   ].join('\n')
-  const short = note === '' ? w.token.id : `"${oneLine(note, 40)}"`
   return {
-    subject: `Tessera: token ${short} of ${w.account} ${subject}`,
+    subject: `Tessera: token ${w.token.id} of ${w.account} ${subject}`,
     text: text + footer,
     kind: `token.${w.kind}`,
   }

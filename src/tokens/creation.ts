@@ -135,6 +135,11 @@ export class TokenCreation {
     const exp = Math.floor(expiresMs / 1000)
     if (principal.exp !== undefined && exp > principal.exp) fail('expiresAfterAuthorizer')
     const scopes = this.records.checkScopes(account, principal, input.scopes ?? [])
+    // A tk names no token that made it: one with tokens:write made by a rolled string would
+    // change the tokens that replaced it, which that string itself may not (refuseRetiringLine).
+    if (principal.retiring === true && scopes.includes('tokens:write')) {
+      fail('invalidScopes', 'a rolled token cannot give tokens:write to a temporary token')
+    }
     const iat = Math.floor(now / 1000)
     const payload = { u: account.username, exp, iat, scopes, client: 'api' as const }
     // Its string is never recorded: what it may do and until when.

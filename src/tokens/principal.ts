@@ -7,8 +7,10 @@ export interface Principal {
   scopes: ReadonlySet<string>
   /** pk and sk: the token's id. */
   tokenId?: string
-  /** tk: expiry in epoch seconds. */
+  /** tk: expiry in epoch seconds; pk/sk: its end of life, when it has one. */
   exp?: number
+  /** pk/sk: rolled, working until its grace ends (see TokenRecords.refuseRetiringLine). */
+  retiring?: true
   /** A token restricted to IP ranges: whether a client address is in them. */
   allowedIps?: (ip: string) => boolean
   /** The account's rate-limit key (`user:<username>`), built once per principal. */

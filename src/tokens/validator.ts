@@ -204,6 +204,7 @@ export class TokenValidator {
       if (allowedIps != null) principal.allowedIps = ipMatcher(allowedIps)
       // A temporary token it makes ends no later than it does (expiresAfterAuthorizer).
       if (record.expiresAt != null) principal.exp = Math.floor(record.expiresAt / 1000)
+      if (record.retiresAt !== undefined) principal.retiring = true
       this.principals.set(record, principal)
     }
     return principal

@@ -283,6 +283,35 @@ describe('rolling a token (POST /tokens/v2/{username}/{token_id}/roll)', () => {
     expect(await retrieve(h, w3.token)).toBe('TokenValid')
   })
 
+  it('refuses the retiring string a temporary token with tokens:write, the way around that', async () => {
+    const w = await h.token('alice', [...all, 'styles:read'], { note: 'deploy' })
+    const w2 = (await roll(w.id, { expires: new Date(T0 + hour).toISOString() })).body
+    const expires = new Date(T0 + 30 * 60_000).toISOString()
+    const minted = await call(h.app, 'POST', '/tokens/v2/alice', w.token, {
+      expires,
+      scopes: ['tokens:write', 'tokens:read'],
+    })
+    expect([minted.status, minted.body]).toEqual([
+      422,
+      {
+        message: 'scopes are invalid',
+        details: 'a rolled token cannot give tokens:write to a temporary token',
+      },
+    ])
+    // Its own work still gets temporary tokens: reading, and what its apps use.
+    const reader = await call(h.app, 'POST', '/tokens/v2/alice', w.token, {
+      expires,
+      scopes: ['tokens:read', 'styles:read'],
+    })
+    expect(reader.status).toBe(200)
+    const patch = await call(h.app, 'PATCH', `/tokens/v2/alice/${w2.id}`, reader.body.token, {
+      note: 'mine',
+    })
+    // Without tokens:write: the contract's 404 for a token that lacks the endpoint's scope.
+    expect([patch.status, patch.body.message]).toEqual([404, 'Not found'])
+    expect(await retrieve(h, w2.token)).toBe('TokenValid')
+  })
+
   it('lets exactly one of two concurrent rolls of a token succeed', async () => {
     const graced = await h.token('alice', ['styles:read'], { note: 'graced' })
     const expires = new Date(T0 + hour).toISOString()

@@ -157,6 +157,48 @@ describe('idle tokens', () => {
     expect(warned.map((e) => e.details.lastUsed)).toEqual([null, iso(T0 + 25 * day)])
   })
 
+  it('are warned again when the rule was off in between, and deleted 7 days after that', async () => {
+    const pk = await create({ scopes: ['styles:read'] })
+    at(T0 + 23 * day)
+    await h.ctx.hygiene.sweepIdle()
+    await admin(h.app, 'PUT', '/accounts/alice/token-policy', {})
+    at(T0 + 200 * day)
+    await admin(h.app, 'PUT', '/accounts/alice/token-policy', { idleDays: 30 })
+    expect((await h.ctx.hygiene.sweepIdle()).deleted).toBe(0)
+    expect(await retrieve(pk.token)).toBe('TokenValid')
+    const warned = (await events('token.idle')).filter((e) => e.target.id === pk.id)
+    expect(warned.map((e) => e.details.deletesAt)).toEqual([
+      iso(T0 + 30 * day),
+      iso(T0 + 207 * day),
+    ])
+    // Given again once, however many sweep.
+    expect((await h.ctx.hygiene.sweepIdle()).warned).toBe(0)
+    at(T0 + 207 * day - 1)
+    expect((await h.ctx.hygiene.sweepIdle()).deleted).toBe(0)
+    at(T0 + 207 * day)
+    expect((await h.ctx.hygiene.sweepIdle()).deleted).toBeGreaterThanOrEqual(1)
+    expect(await retrieve(pk.token)).toBe('TokenRevoked')
+  })
+
+  it('are warned again under a longer rule, 7 days before its own deletion', async () => {
+    const pk = await create({ scopes: ['styles:read'] })
+    at(T0 + 23 * day)
+    await h.ctx.hygiene.sweepIdle()
+    await admin(h.app, 'PUT', '/accounts/alice/token-policy', { idleDays: 60 })
+    at(T0 + 30 * day)
+    expect(await h.ctx.hygiene.sweepIdle()).toEqual({ warned: 0, deleted: 0 })
+    at(T0 + 53 * day)
+    expect((await h.ctx.hygiene.sweepIdle()).deleted).toBe(0)
+    const warned = (await events('token.idle')).filter((e) => e.target.id === pk.id)
+    expect(warned.map((e) => [e.details.idleDays, e.details.deletesAt])).toEqual([
+      [30, iso(T0 + 30 * day)],
+      [60, iso(T0 + 60 * day)],
+    ])
+    at(T0 + 60 * day)
+    expect((await h.ctx.hygiene.sweepIdle()).deleted).toBeGreaterThanOrEqual(1)
+    expect(await retrieve(pk.token)).toBe('TokenRevoked')
+  })
+
   it('that a new policy finds long unused get 7 days from its warning', async () => {
     const pk = await create({ scopes: ['styles:read'] })
     await admin(h.app, 'PUT', '/accounts/alice/token-policy', {})

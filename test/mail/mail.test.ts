@@ -129,12 +129,14 @@ describe('mail through a real SMTP server', () => {
     await mailer.idle()
     const link = `https://tessera.test/account/tokens/${made.id}`
     const text = `${[
-      `Token "CI deploy" (${made.id}) of the account alice`,
+      `Token ${made.id} of the account alice`,
       'expires at 2026-11-27 18:30 UTC. From then on every request with it is refused (TokenExpired).',
-      'Roll it for a new token, extend its end where the account policy allows, or',
-      'delete it if it is no longer needed:',
+      'Extend its end where the account policy allows, or create a new token and move',
+      'to it (a roll keeps the end), or delete it if it is no longer needed:',
       '',
       link,
+      '',
+      'Its note, as written in the account: "CI deploy"',
       '',
       'You receive this as an owner of alice.',
     ].join('\n')}${footer}`
@@ -150,7 +152,7 @@ describe('mail through a real SMTP server', () => {
     const first = {
       rcptTo: owners,
       to,
-      subject: 'Tessera: token "CI deploy" of alice expires within 7 days',
+      subject: `Tessera: token ${made.id} of alice expires within 7 days`,
       text,
     }
     expect(warnings()).toEqual([first])
@@ -165,7 +167,7 @@ describe('mail through a real SMTP server', () => {
       first,
       {
         ...first,
-        subject: 'Tessera: token "CI deploy" of alice expires within a day',
+        subject: `Tessera: token ${made.id} of alice expires within a day`,
         text,
       },
     ])

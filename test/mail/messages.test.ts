@@ -39,7 +39,7 @@ describe('token warning mails', () => {
     })
   })
 
-  it('say when an idle token is deleted, its note on one line', () => {
+  it('say when an idle token is deleted, its note on a line of its own, not in the subject', () => {
     const note = 'old\nBcc: everyone@example.com   deploy key of the build farm, long gone now'
     const w: TokenWarning = {
       kind: 'idle',
@@ -49,16 +49,18 @@ describe('token warning mails', () => {
     }
     const mail = tokenWarningMail(w, base)
     expect(mail.subject).toBe(
-      'Tessera: token "old Bcc: everyone@example.com deploy ke…" of acme will be deleted for being unused',
+      'Tessera: token cktok0000000000000000000 of acme will be deleted for being unused',
     )
     expect(mail.text).toBe(
       `${[
-        'Token "old Bcc: everyone@example.com deploy key of the build farm, long gone now" (cktok0000000000000000000) of the account acme',
+        'Token cktok0000000000000000000 of the account acme',
         'has not been used for the idle period the account policy sets, and will be',
         'deleted at 2026-12-01 00:00 UTC unless it is used before then. Delete it now if it is no',
         'longer needed:',
         '',
         'https://tokens.example.com/account/tokens/cktok0000000000000000000',
+        '',
+        'Its note, as written in the account: "old Bcc: everyone@example.com deploy key of the build farm, long gone now"',
         '',
         'You receive this as an owner of acme.',
       ].join('\n')}${footer}`,
