@@ -10,6 +10,7 @@ import { accountPages } from './pages/account.js'
 import { activityPages } from './pages/activity.js'
 import { confirmPages } from './pages/confirm.js'
 import { factorPages } from './pages/factors.js'
+import { hygienePages } from './pages/hygiene.js'
 import { memberPages } from './pages/members.js'
 import { passkeyPages } from './pages/passkeys.js'
 import { portalPages } from './pages/portal.js'
@@ -106,6 +107,7 @@ export async function dashboard(app: FastifyInstance, { ctx }: { ctx: AppContext
   usagePages(app, deps)
   temporaryPages(app, deps)
   accountPages(app, deps)
+  hygienePages(app, deps)
   activityPages(app, deps)
   memberPages(app, deps)
   portalPages(app, deps)

@@ -74,7 +74,9 @@ export function tooManyAttempts(reply: FastifyReply, wait: number) {
 /** A rule of the contract broken by what was typed: shown next to the form (422). */
 export function formError(err: unknown): FormError & { status: number } {
   if (err instanceof ApiError && err.statusCode === 422) {
-    return { message: err.message, details: err.details, status: 422 }
+    // The API's field `expiresAt` is the forms' `Expires at`.
+    const details = err.details?.replace(/\bexpiresAt\b/g, 'Expires at')
+    return { message: err.message, details, status: 422 }
   }
   throw err
 }

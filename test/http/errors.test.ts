@@ -287,6 +287,12 @@ const cases: Partial<Record<ErrorKind, Case[]>> = {
       },
     ],
   ],
+  tokenPolicy: [
+    [
+      'admin API: a token policy out of range',
+      () => admin(h.app, 'PUT', '/accounts/bob/token-policy', { idleDays: 2 }),
+    ],
+  ],
   memberInvalid: [
     [
       'admin API: invite a malformed email',

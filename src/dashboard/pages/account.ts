@@ -1,14 +1,18 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { AppContext } from '../../context.js'
 import type { Session } from '../../people/sessions.js'
 import type { DashboardDeps } from '../deps.js'
 import { form, holderOf, redirect, refusal, refused, sendPage, textOf } from '../reply.js'
 import { scopesView, settingsView } from '../views/account.js'
+import { noticesOf } from './hygiene-data.js'
 
 const notices: Record<string, string> = {
   password: 'Password changed',
   totp: 'Authenticator app turned on',
   passkey: 'Passkey added',
   'factor-removed': 'Removed',
+  'token-policy': 'Token policy saved',
+  extended: 'Token extended',
 }
 const refusals: Record<string, string> = {
   last: 'Your account requires a second factor: add another before you remove this one.',
@@ -16,49 +20,72 @@ const refusals: Record<string, string> = {
   passkey: 'The passkey was not added: the browser’s answer did not check out. Try again.',
 }
 
-/** The scopes page and settings (plan, features, password). */
-export function accountPages(app: FastifyInstance, { ctx }: DashboardDeps) {
-  const scopesOf = (a: { plan: string; features: string[] }) =>
-    ctx.catalog.availableTo(a.plan, a.features)
+type SettingsMore = Partial<
+  Pick<Parameters<typeof settingsView>[0], 'error' | 'notice' | 'policyValues' | 'policyError'>
+> & { refusal?: string }
 
+/**
+ * The settings page: the account and its token policy, what needs attention, the person signed
+ * in and their sign-in methods; with what the last form left on it.
+ */
+export async function settingsPage(ctx: AppContext, request: FastifyRequest, more: SettingsMore) {
+  const { account, signedIn, session } = holderOf(request)
+  const scopeCount = ctx.catalog.availableTo(account.plan, account.features).length
+  const { refusal, ...rest } = more
+  const [person, factors, upcoming] = await Promise.all([
+    personOf(ctx, session),
+    factorsOf(ctx, session, account.username, refusal),
+    noticesOf(ctx, account),
+  ])
+  return settingsView({
+    signedIn,
+    account,
+    scopeCount,
+    person,
+    factors,
+    notices: upcoming,
+    now: ctx.tokens.now(),
+    policy: ctx.accounts.tokenPolicy(account),
+    ...rest,
+  })
+}
+
+async function personOf(ctx: AppContext, session: Session) {
+  const row = await ctx.members.person(session.login)
+  const person = { hasPassword: row?.password != null, method: session.method }
+  return row?.email == null ? person : { ...person, email: row.email }
+}
+
+async function factorsOf(ctx: AppContext, session: Session, username: string, refusal?: string) {
+  const [factors, codesLeft, required] = await Promise.all([
+    ctx.factors.list(session.login),
+    ctx.factors.recoveryCodesLeft(session.login),
+    ctx.factors.required(username),
+  ])
+  return {
+    factors,
+    codesLeft,
+    required,
+    ...(refusal === undefined ? {} : { error: { message: refusal } }),
+  }
+}
+
+/** The scopes page and settings (plan, features, token policy, password). */
+export function accountPages(app: FastifyInstance, { ctx }: DashboardDeps) {
   app.get('/scopes', async (request, reply) => {
     const { account, signedIn } = holderOf(request)
-    return sendPage(reply, scopesView({ signedIn, scopes: scopesOf(account) }))
+    const scopes = ctx.catalog.availableTo(account.plan, account.features)
+    return sendPage(reply, scopesView({ signedIn, scopes }))
   })
 
-  const personOf = async (session: Session) => {
-    const row = await ctx.members.person(session.login)
-    const person = { hasPassword: row?.password != null, method: session.method }
-    return row?.email == null ? person : { ...person, email: row.email }
-  }
-
-  const factorsOf = async (session: Session, username: string, error?: { message: string }) => {
-    const [factors, codesLeft, required] = await Promise.all([
-      ctx.factors.list(session.login),
-      ctx.factors.recoveryCodesLeft(session.login),
-      ctx.factors.required(username),
-    ])
-    return { factors, codesLeft, required, ...(error === undefined ? {} : { error }) }
-  }
-
   app.get('/settings', async (request, reply) => {
-    const { account, signedIn, session } = holderOf(request)
     const q = request.query as { done?: string; refused?: string }
-    const notice = textOf(notices, q.done)
-    const refusal = textOf(refusals, q.refused)
-    const scopeCount = scopesOf(account).length
-    const person = await personOf(session)
-    const factors = await factorsOf(
-      session,
-      account.username,
-      refusal === undefined ? undefined : { message: refusal },
-    )
-    const view = settingsView({ signedIn, account, scopeCount, person, factors, notice })
-    return sendPage(reply, view)
+    const more = { notice: textOf(notices, q.done), refusal: textOf(refusals, q.refused) }
+    return sendPage(reply, await settingsPage(ctx, request, more))
   })
 
   app.post('/settings/password', async (request, reply) => {
-    const { account, session, signedIn, actor } = holderOf(request)
+    const { session, actor } = holderOf(request)
     const f = form(request)
     try {
       const [current, next] = [f.get('current') ?? '', f.get('password') ?? '']
@@ -66,11 +93,7 @@ export function accountPages(app: FastifyInstance, { ctx }: DashboardDeps) {
       return redirect(reply, '/account/settings?done=password')
     } catch (err) {
       const error = refused(refusal(err, ['wrongPassword', 'badPassword', 'passwordMismatch']))
-      const scopeCount = scopesOf(account).length
-      const person = await personOf(session)
-      const factors = await factorsOf(session, account.username)
-      const view = settingsView({ signedIn, account, scopeCount, person, factors, error })
-      return sendPage(reply, view, 422)
+      return sendPage(reply, await settingsPage(ctx, request, { error }), 422)
     }
   })
 }

@@ -11,7 +11,25 @@ export const readTokenForm = (f: URLSearchParams): TokenFormValues => ({
   scopes: new Set(f.getAll('scopes')),
   allowedUrls: f.get('allowedUrls') ?? '',
   allowedIps: f.get('allowedIps') ?? '',
+  expiresAt: f.get('expiresAt') ?? '',
+  ...(f.has('expiresAtShown') ? { expiresAtShown: f.get('expiresAtShown') ?? '' } : {}),
 })
+
+/**
+ * The `Expires at` field (a datetime-local, read as UTC) as the API's ISO text: seconds and a Z
+ * added to what the browser sends; anything else as typed, for the token service to refuse.
+ */
+export function expiresAtOf(text: string): string | undefined {
+  const value = text.trim()
+  if (value === '') return undefined
+  if (/^\d{4}-\d\d-\d\dT\d\d:\d\d$/.test(value)) return `${value}:00Z`
+  if (/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?$/.test(value)) return `${value}Z`
+  return value
+}
+
+/** An instant as the `Expires at` field shows it: UTC, to the minute. */
+export const expiresAtField = (iso: string | undefined) =>
+  iso === undefined ? '' : iso.slice(0, 16)
 
 const bodies = {
   create: TypeCompiler.Compile(CreateBody),
@@ -30,11 +48,19 @@ export function tokenFields(values: TokenFormValues, kind: keyof typeof bodies):
       .filter((line) => line !== '')
   const urls = lines(values.allowedUrls)
   const ips = lines(values.allowedIps)
-  const fields = {
+  // The token page sends the end it showed: unchanged, it is left as stored (to the millisecond,
+  // and an end already past is not refused as one in the past).
+  const unchanged =
+    values.expiresAtShown !== undefined && values.expiresAt.trim() === values.expiresAtShown
+  // Empty: none on a new token, removed from one that had it.
+  const typed = expiresAtOf(values.expiresAt) ?? (kind === 'create' ? undefined : null)
+  const expiresAt = unchanged ? undefined : typed
+  const fields: TokenFields = {
     note: values.note,
     scopes: [...values.scopes],
     allowedUrls: urls.length > 0 ? urls : null,
     allowedIps: ips.length > 0 ? ips : null,
+    ...(expiresAt === undefined ? {} : { expiresAt }),
   }
   const body =
     kind === 'create'
@@ -61,6 +87,7 @@ const describe = (path: string, schema: TSchema | undefined) => {
   if (field === 'allowedUrls' && max.maxItems !== undefined) {
     return `a token may have at most ${max.maxItems} allowed URLs`
   }
+  if (field === 'expiresAt') return 'expires at must be a date and time (UTC)'
   if (field === 'allowedIps' && max.maxItems !== undefined) {
     return `a token may have at most ${max.maxItems} IP ranges`
   }

@@ -1,10 +1,18 @@
 import type { FastifyInstance } from 'fastify'
 import type { AccountRecord } from '../../accounts/service.js'
 import type { AppContext } from '../../context.js'
-import { ApiError } from '../../errors.js'
 import type { DashboardDeps } from '../deps.js'
 import { defaultPeriod, periodOf } from '../periods.js'
-import { form, formError, holderOf, redirect, sendPage, textOf } from '../reply.js'
+import {
+  form,
+  formError,
+  holderOf,
+  redirect,
+  refusal,
+  refused,
+  sendPage,
+  textOf,
+} from '../reply.js'
 import type { CreditFormValues } from '../views/credits.js'
 import type { FormError } from '../views/forms.js'
 import type { SignedIn } from '../views/layout.js'
@@ -16,13 +24,18 @@ import {
   type TokenFormValues,
   tokensView,
 } from '../views/tokens.js'
-import { readTokenForm, tokenFields } from './token-form.js'
+import { noticesOf } from './hygiene-data.js'
+import { expiresAtField, readTokenForm, tokenFields } from './token-form.js'
 import { bucketsOf, noSuchPeriod, periodAsked } from './usage-data.js'
 
 const developers = { config: { role: 'developer' as const } }
 const creditNotices: Record<string, string> = {
   saved: 'Credits saved',
   removed: 'Credit limit removed',
+}
+const listNotices: Record<string, string> = {
+  deleted: 'Token deleted.',
+  extended: 'Token extended.',
 }
 
 /** The tokens page, creating a token, a token's page and its deletion. */
@@ -46,17 +59,28 @@ function listAndCreatePages(app: FastifyInstance, { ctx }: DashboardDeps) {
       const at = page.tokens.findIndex((t) => t.default)
       if (at > 0) page.tokens.unshift(...page.tokens.splice(at, 1))
     }
-    const notice = q.done === 'deleted' ? 'Token deleted.' : undefined
-    const lastUsed = await ctx.usage.lastUsed(page.tokens.map((t) => t.id))
-    const leaked = await ctx.leaks.kept(account)
-    const view = tokensView({ signedIn, ...page, lastUsed, now: tokens.now(), notice, leaked })
+    const notice = textOf(listNotices, q.done)
+    const [lastUsed, leaked, notices] = await Promise.all([
+      ctx.usage.lastUsed(page.tokens.map((t) => t.id)),
+      ctx.leaks.kept(account),
+      noticesOf(ctx, account),
+    ])
+    const now = tokens.now()
+    const view = tokensView({ signedIn, ...page, lastUsed, now, notice, leaked, notices })
     return sendPage(reply, view)
   })
 
   app.get('/tokens/new', developers, async (request, reply) => {
     const { account, signedIn } = holderOf(request)
-    const values = { note: '', scopes: new Set<string>(), allowedUrls: '', allowedIps: '' }
-    return sendPage(reply, newTokenView({ signedIn, scopes: scopesOf(account), values }))
+    const values = {
+      note: '',
+      scopes: new Set<string>(),
+      allowedUrls: '',
+      allowedIps: '',
+      expiresAt: '',
+    }
+    const { effective: policy } = accounts.tokenPolicy(account)
+    return sendPage(reply, newTokenView({ signedIn, scopes: scopesOf(account), values, policy }))
   })
 
   app.post('/tokens/new', developers, async (request, reply) => {
@@ -76,7 +100,13 @@ function listAndCreatePages(app: FastifyInstance, { ctx }: DashboardDeps) {
       const { status, ...error } = formError(err)
       return sendPage(
         reply,
-        newTokenView({ signedIn, scopes: scopesOf(account), values, error }),
+        newTokenView({
+          signedIn,
+          scopes: scopesOf(account),
+          values,
+          error,
+          policy: accounts.tokenPolicy(account).effective,
+        }),
         status,
       )
     }
@@ -100,16 +130,19 @@ export async function tokenPage(
 ) {
   const { tokens } = ctx
   const token = await tokens.get(account, id)
-  const [lastUsed, buckets, credits] = await Promise.all([
+  const [lastUsed, buckets, credits, notices] = await Promise.all([
     ctx.usage.lastUsed([token.id]),
     bucketsOf(ctx, account, period, token.id),
     ctx.credits.get({ account: account.username, tokenId: token.id }),
+    noticesOf(ctx, account, token.id),
   ])
   const values = view.values ?? {
     note: token.note,
     scopes: new Set(token.scopes),
     allowedUrls: (token.allowedUrls ?? []).join('\n'),
     allowedIps: (token.allowedIps ?? []).join('\n'),
+    expiresAt: expiresAtField(token.expiresAt),
+    expiresAtShown: expiresAtField(token.expiresAt),
   }
   const scopes = ctx.catalog.availableTo(account.plan, account.features)
   const leak = (await ctx.leaks.kept(account)).get(token.id)
@@ -127,6 +160,8 @@ export async function tokenPage(
     now,
     leak,
     retiresAt,
+    notices,
+    policy: ctx.accounts.tokenPolicy(account).effective,
   })
 }
 
@@ -136,8 +171,13 @@ function tokenOwnPages(app: FastifyInstance, { ctx }: DashboardDeps) {
 
   app.get('/tokens/:id', async (request, reply) => {
     const { account, signedIn } = holderOf(request)
-    const q = request.query as { saved?: string; credits?: string }
-    const notice = q.saved === '1' ? 'Changes saved' : textOf(creditNotices, q.credits)
+    const q = request.query as { saved?: string; credits?: string; done?: string }
+    const notice =
+      q.saved === '1'
+        ? 'Changes saved'
+        : q.done === 'extended'
+          ? 'Token extended'
+          : textOf(creditNotices, q.credits)
     const { id } = request.params as { id: string }
     const period = periodAsked(request, tokens.now())
     if (period === undefined) return noSuchPeriod(reply, `/account/tokens/${id}`)
@@ -169,10 +209,12 @@ function tokenOwnPages(app: FastifyInstance, { ctx }: DashboardDeps) {
     try {
       rolled = await tokens.roll(account, accounts.holder(account), id, { expires }, actor)
     } catch (err) {
-      // Rolled already (here, by another tab, the API or the CLI): its page says so.
-      if (!(err instanceof ApiError && err.kind === 'tokenRetiring')) throw err
-      const error = { message: err.message, details: err.details }
-      return sendPage(reply, await tokenPage(ctx, account, { signedIn, error }, id), err.statusCode)
+      // Rolled already (here, by another tab, the API or the CLI): its page says so; and a
+      // grace longer than the token policy allows.
+      const no = refusal(err, ['tokenRetiring', 'tokenPolicy'])
+      const error =
+        no.kind === 'tokenPolicy' ? refused(no) : { message: no.message, details: no.details }
+      return sendPage(reply, await tokenPage(ctx, account, { signedIn, error }, id), no.statusCode)
     }
     const oldEnds =
       hours === 0
@@ -187,6 +229,13 @@ function tokenOwnPages(app: FastifyInstance, { ctx }: DashboardDeps) {
     })
     return sendPage(reply, view)
   })
+
+  tokenDeletePages(app, ctx)
+}
+
+/** Deleting a token: its confirmation, then the deletion. */
+function tokenDeletePages(app: FastifyInstance, ctx: AppContext) {
+  const { tokens } = ctx
 
   app.get('/tokens/:id/delete', developers, async (request, reply) => {
     const { account, signedIn } = holderOf(request)

@@ -16,7 +16,7 @@ import { sendPage } from '../reply.js'
 import { messageView } from '../views/auth.js'
 import type { CreditFormValues } from '../views/credits.js'
 import type { FormError } from '../views/forms.js'
-import { tokenName } from '../views/tokens.js'
+import { tokenName } from '../views/token-name.js'
 import { rankTokens, type TokenUse } from '../views/usage-page.js'
 
 /** The period a page's `?period=` asks for; undefined when it names none (a 422 page). */

@@ -6,6 +6,8 @@ import { factorsSection } from './factors.js'
 import { alert, csrf, type FormError, notice, time } from './forms.js'
 import { html } from './html.js'
 import { type Frame, layout } from './layout.js'
+import { type NoticeShown, noticesSection } from './notices.js'
+import { type PolicyFormValues, type PolicyShown, tokenPolicySection } from './token-policy.js'
 
 type SignedIn = NonNullable<Frame['signedIn']>
 
@@ -57,13 +59,20 @@ export function settingsView(v: {
   /** The person signed in: whether they have a password here, and how they signed in. */
   person: { hasPassword: boolean; method: SignInMethod; email?: string }
   factors: Omit<Parameters<typeof factorsSection>[0], 'signedIn'>
+  /** What needs attention soon (ctx.hygiene.upcoming), and the service clock. */
+  notices: readonly NoticeShown[]
+  now: number
+  /** The token policy, and its form as typed with its refusal. */
+  policy: PolicyShown
+  policyValues?: PolicyFormValues
+  policyError?: FormError
   error?: FormError
   notice?: string
 }) {
   const { account } = v
   return layout(
     { title: 'Settings', signedIn: v.signedIn, section: 'settings', scripts: passkeyScripts },
-    html`${notice(v.notice)}
+    html`${notice(v.notice)}${noticesSection({ signedIn: v.signedIn, notices: v.notices, now: v.now, back: '/account/settings' })}
 <section aria-labelledby="account-heading" class="card">
   <h2 id="account-heading">Account</h2>
   <dl class="facts">
@@ -75,6 +84,7 @@ export function settingsView(v: {
   </dl>
   <p class="hint">Your plan and features are set by your operator.</p>
 </section>
+${tokenPolicySection({ signedIn: v.signedIn, policy: v.policy, values: v.policyValues, error: v.policyError })}
 <section aria-labelledby="you-heading" class="card">
   <h2 id="you-heading">You</h2>
   <dl class="facts">

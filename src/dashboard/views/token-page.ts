@@ -1,12 +1,15 @@
 import type { Scope } from '../../scopes/catalog.js'
+import type { TokenPolicy } from '../../token-policy.js'
 import type { LeakEvidence } from '../../tokens/leaks.js'
 import type { TokenView } from '../../tokens/service.js'
 import type { Bucket, Period } from '../periods.js'
 import { periodLinks, usageChart } from './chart.js'
 import { type CreditFormValues, type CreditsShown, tokenCreditsCard } from './credits.js'
+import { dayOf, fromNow } from './expiry.js'
 import { alert, copyable, csrf, type FormError, notice, time } from './forms.js'
 import { html } from './html.js'
 import { layout, type SignedIn } from './layout.js'
+import { type NoticeShown, noticesSection } from './notices.js'
 import { fields, leakReport, type TokenFormValues } from './tokens.js'
 import { lastUsedText } from './usage.js'
 
@@ -48,17 +51,22 @@ export function tokenPageView(v: {
   creditError?: FormError
   error?: FormError
   notice?: string
+  /** What needs attention soon about this token, with Extend's end where allowed. */
+  notices?: readonly NoticeShown[]
+  /** The account's token policy (what holds), told beside the fields and the roll it concerns. */
+  policy?: TokenPolicy
 }) {
   const t = v.token
   return layout(
     { title: t.note !== '' ? t.note : t.id, signedIn: v.signedIn, section: 'tokens' },
-    html`${v.leak === undefined ? '' : leakBanner(v.leak, t.usage)}${v.retiresAt === undefined ? '' : retiringNotice(v.retiresAt)}${notice(v.notice)}${alert(v.error)}
+    html`${v.leak === undefined ? '' : leakBanner(v.leak, t.usage)}${v.retiresAt === undefined ? '' : retiringNotice(v.retiresAt)}${notice(v.notice)}${alert(v.error)}${noticesSection({ signedIn: v.signedIn, notices: v.notices ?? [], now: v.now, back: `/account/tokens/${t.id}`, own: true })}
 <dl class="facts">
   <dt>Id</dt><dd><code>${t.id}</code></dd>
   <dt>Usage</dt><dd>${t.usage === 'pk' ? 'public (pk)' : 'secret (sk)'}${t.default ? ', the default token' : ''}</dd>
   <dt>Created</dt><dd>${time(t.created)}</dd>
   <dt>Modified</dt><dd>${time(t.modified)}</dd>
   <dt>Last used</dt><dd>${lastUsedText(v.lastUsed, t.created, v.now)}</dd>
+  <dt>Expires</dt><dd>${endOfLife(t, v.now)}</dd>
   <dt>Token</dt><dd>${t.token === undefined ? 'A secret token is shown only once, when it is created.' : copyable('token-string', t.token)}</dd>
 </dl>
 <p class="visually-hidden" id="copy-status" role="status"></p>
@@ -74,6 +82,13 @@ ${v.signedIn.role === 'viewer' ? readOnly(t) : editable(v)}`,
   )
 }
 
+/** Its end of life, and how far off; or that it has none. */
+const endOfLife = (t: TokenView, now: number) => {
+  if (t.expiresAt === undefined) return html`<span class="none">never</span>`
+  if (Date.parse(t.expiresAt) <= now) return html`${dayOf(t.expiresAt, now)} (expired)`
+  return html`${dayOf(t.expiresAt, now)} (${fromNow(t.expiresAt, now)})`
+}
+
 /** A viewer's view of a token's settings: text, no form. */
 const readOnly = (t: TokenView) => html`<section aria-labelledby="settings-heading" class="card">
   <h2 id="settings-heading">Settings</h2>
@@ -86,29 +101,33 @@ const readOnly = (t: TokenView) => html`<section aria-labelledby="settings-headi
   <p class="hint">You are a viewer in this account: developers and owners change tokens.</p>
 </section>`
 
+/** Roll: when the old string ends, within the grace the token policy allows. */
+const rollForm = (v: Parameters<typeof tokenPageView>[0]) => {
+  const grace = v.policy?.rollGraceMaxHours
+  const longest = grace ?? 24
+  return html`<form method="post" action="/account/tokens/${v.token.id}/roll" class="card" novalidate>
+  ${csrf(v.signedIn.csrf)}
+  <h2 id="roll">Roll this token</h2>
+  <p class="hint">A new token takes its place: a new string, the same note, scopes, allowed URLs and end of life. Give your applications the new string; the old one stops working when you choose.</p>
+  <label for="roll-when">The old token stops working</label>
+  <select id="roll-when" name="when"${grace === undefined ? '' : html` aria-describedby="roll-policy"`}>
+    <option value="now">now</option>
+    ${longest >= 1 ? html`<option value="1h">in 1 hour</option>` : ''}
+    ${longest >= 24 ? html`<option value="24h">in 24 hours</option>` : ''}
+  </select>
+  ${grace === undefined ? '' : html`<p class="hint" id="roll-policy">Your account’s token policy allows at most ${grace} hour${grace === 1 ? '' : 's'} of grace after a roll.</p>`}
+  <button type="submit" class="secondary">Roll token</button>
+</form>`
+}
+
 const editable = (v: Parameters<typeof tokenPageView>[0]) => {
   const t = v.token
   return html`<form method="post" action="/account/tokens/${t.id}" class="card" novalidate>
   ${csrf(v.signedIn.csrf)}
-  ${fields(v.scopes, v.values)}
+  ${fields(v.scopes, v.values, v.policy)}
   <button type="submit">Save changes</button>
 </form>
-${
-  v.retiresAt !== undefined
-    ? ''
-    : html`<form method="post" action="/account/tokens/${t.id}/roll" class="card" novalidate>
-  ${csrf(v.signedIn.csrf)}
-  <h2>Roll this token</h2>
-  <p class="hint">A new token takes its place: a new string, the same note, scopes and allowed URLs. Give your applications the new string; the old one stops working when you choose.</p>
-  <label for="roll-when">The old token stops working</label>
-  <select id="roll-when" name="when">
-    <option value="now">now</option>
-    <option value="1h">in 1 hour</option>
-    <option value="24h">in 24 hours</option>
-  </select>
-  <button type="submit" class="secondary">Roll token</button>
-</form>`
-}
+${v.retiresAt === undefined ? rollForm(v) : ''}
 ${
   t.default
     ? html`<p class="hint">The default token cannot be deleted.</p>`

@@ -1,13 +1,14 @@
 import type { Scope } from '../../scopes/catalog.js'
+import type { TokenPolicy } from '../../token-policy.js'
 import type { LeakEvidence } from '../../tokens/leaks.js'
 import type { TokenView } from '../../tokens/service.js'
+import { expiryLine } from './expiry.js'
 import { alert, copyable, csrf, type FormError, notice, scopeChoices, time } from './forms.js'
 import { html } from './html.js'
 import { layout, type SignedIn } from './layout.js'
+import { type NoticeShown, noticesSection } from './notices.js'
+import { tokenName } from './token-name.js'
 import { lastUsedText } from './usage.js'
-
-export const tokenName = (token: TokenView) =>
-  token.note !== '' ? token.note : token.default ? 'Default public token' : token.id
 
 const list = (items: readonly string[], none: string) =>
   items.length === 0
@@ -26,11 +27,17 @@ export function tokensView(v: {
   notice?: string
   /** Tokens of the account reported leaked and kept: id → when, where and by whom. */
   leaked?: ReadonlyMap<string, LeakEvidence>
+  /** What needs attention soon (ctx.hygiene.upcoming), with Extend's end where allowed. */
+  notices?: readonly NoticeShown[]
 }) {
   const leakedHere = v.tokens.filter((t) => v.leaked?.has(t.id))
+  const retiring = new Map(
+    (v.notices ?? []).filter((n) => n.kind === 'retiring').map((n) => [n.token.id, n.at]),
+  )
   const row = (t: TokenView, i: number) => html`<tr>
   <th scope="row">
     <a href="/account/tokens/${t.id}">${tokenName(t)}</a>${t.default ? html` <span class="badge">default</span>` : ''}
+    ${expiryLine(t, v.now, retiring.get(t.id))}
     ${t.token === undefined ? '' : copyable(`token-${i}`, t.token)}
   </th>
   <td data-label="Usage"><span class="usage usage-${t.usage}">${t.usage}</span></td>
@@ -57,7 +64,7 @@ export function tokensView(v: {
               ? ''
               : html`<ul class="leak-reports">${leakedHere.map((t) => html`<li><a href="/account/tokens/${t.id}">${tokenName(t)}</a>: ${leakReport(v.leaked?.get(t.id))}</li>`)}</ul>`
           }</div>`
-    }${notice(v.notice)}
+    }${notice(v.notice)}${noticesSection({ signedIn: v.signedIn, notices: v.notices ?? [], now: v.now, back: '/account' })}
 <p class="lead">Tokens let your applications call the API. Public tokens (pk) may be used in web pages; secret tokens (sk) belong on your servers.</p>
 ${
   v.signedIn.role === 'viewer'
@@ -82,6 +89,10 @@ export interface TokenFormValues {
   allowedUrls: string
   /** One address or CIDR block a line. */
   allowedIps: string
+  /** The end of life as the datetime-local field holds it (UTC, `YYYY-MM-DDTHH:MM`); '' never. */
+  expiresAt: string
+  /** On a token's page: the end the form showed, so that an unchanged field changes nothing. */
+  expiresAtShown?: string
 }
 
 const usageHint = (scopes: readonly Scope[], checked: ReadonlySet<string>) =>
@@ -89,32 +100,51 @@ const usageHint = (scopes: readonly Scope[], checked: ReadonlySet<string>) =>
     ? 'This will be a secret token (sk).'
     : 'This will be a public token (pk).'
 
+/** What the account's token policy asks of a token's URLs and end, said beside those fields. */
+const policyHints = (p: TokenPolicy) => ({
+  urls: p.pkAllowedUrls ? ' Your account’s token policy: a public token needs at least one.' : '',
+  end:
+    p.maxSkLifetimeDays === undefined
+      ? ''
+      : ` Your account’s token policy: a secret token must expire within ${p.maxSkLifetimeDays} day${p.maxSkLifetimeDays === 1 ? '' : 's'}.`,
+})
+
 export const fields = (
   scopes: readonly Scope[],
   values: TokenFormValues,
-) => html`<label for="note">Note</label>
+  policy: TokenPolicy = {},
+) => {
+  const says = policyHints(policy)
+  return html`<label for="note">Note</label>
   <input id="note" name="note" maxlength="1024" value="${values.note}" aria-describedby="note-hint">
   <p class="hint" id="note-hint">What the token is for, so that you recognise it later.</p>
   ${scopeChoices(scopes, values.scopes)}
   <label for="allowed-urls">Allowed URLs</label>
   <textarea id="allowed-urls" name="allowedUrls" rows="4" spellcheck="false" aria-describedby="urls-hint">${values.allowedUrls}</textarea>
-  <p class="hint" id="urls-hint">One a line: a URL or host name (<code>example.com</code>, <code>*.example.com</code>, <code>https://example.com:8080/maps</code>). Empty: usable from anywhere. A restricted token cannot be used from mobile apps.</p>
+  <p class="hint" id="urls-hint">One a line: a URL or host name (<code>example.com</code>, <code>*.example.com</code>, <code>https://example.com:8080/maps</code>). Empty: usable from anywhere. A restricted token cannot be used from mobile apps.${says.urls}</p>
   <label for="allowed-ips">Allowed IP addresses</label>
   <textarea id="allowed-ips" name="allowedIps" rows="3" spellcheck="false" aria-describedby="ips-hint">${values.allowedIps}</textarea>
-  <p class="hint" id="ips-hint">One a line: an IPv4 or IPv6 address or a CIDR block (<code>203.0.113.7</code>, <code>198.51.100.0/24</code>, <code>2001:db8::/32</code>). Empty: usable from any address. Best for secret tokens used by your servers.</p>`
+  <p class="hint" id="ips-hint">One a line: an IPv4 or IPv6 address or a CIDR block (<code>203.0.113.7</code>, <code>198.51.100.0/24</code>, <code>2001:db8::/32</code>). Empty: usable from any address. Best for secret tokens used by your servers.</p>
+  <label for="expires-at">Expires at</label>
+  <input id="expires-at" name="expiresAt" type="datetime-local" value="${values.expiresAt}" aria-describedby="expires-at-hint">
+  ${values.expiresAtShown === undefined ? '' : html`<input type="hidden" name="expiresAtShown" value="${values.expiresAtShown}">`}
+  <p class="hint" id="expires-at-hint">The date and time in UTC (not your local time) from which every request with the token is refused. Empty: it never expires.${says.end}</p>`
+}
 
 export function newTokenView(v: {
   signedIn: SignedIn
   scopes: readonly Scope[]
   values: TokenFormValues
   error?: FormError
+  /** The account's token policy, told beside the fields it concerns. */
+  policy?: TokenPolicy
 }) {
   return layout(
     { title: 'Create a token', signedIn: v.signedIn, section: 'tokens' },
     html`${alert(v.error)}
 <form method="post" action="/account/tokens/new" class="card" novalidate>
   ${csrf(v.signedIn.csrf)}
-  ${fields(v.scopes, v.values)}
+  ${fields(v.scopes, v.values, v.policy)}
   <p class="usage-hint" id="usage-hint" aria-live="polite">${usageHint(v.scopes, v.values.scopes)}</p>
   <button type="submit">Create token</button>
   <a href="/account" class="cancel">Cancel</a>
