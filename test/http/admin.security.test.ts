@@ -13,7 +13,7 @@ import { admin, adminEnv, secrets } from './admin-client.js'
 let h: Harness
 afterEach(() => h?.close())
 
-type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE'
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
 const routes = (tokenId: string): [Method, string, unknown?][] => [
   ['POST', '/accounts', { username: 'mallory' }],
   ['GET', '/accounts'],
@@ -26,6 +26,8 @@ const routes = (tokenId: string): [Method, string, unknown?][] => [
   ['GET', '/accounts/alice/tokens'],
   ['GET', `/accounts/alice/tokens/${tokenId}/usage`],
   ['GET', '/accounts/alice/audit'],
+  ['GET', '/accounts/alice/token-policy'],
+  ['PUT', '/accounts/alice/token-policy', { maxSkLifetimeDays: 1 }],
   ['GET', '/audit'],
   ['GET', '/events'],
   ['POST', '/introspect', { token: 'x' }],

@@ -536,6 +536,7 @@ describe('the OpenAPI document', () => {
       '/admin/v1/accounts/{username}/members/{login}',
       '/admin/v1/accounts/{username}/portal-links',
       '/admin/v1/accounts/{username}/setup-url',
+      '/admin/v1/accounts/{username}/token-policy',
       '/admin/v1/accounts/{username}/tokens',
       '/admin/v1/accounts/{username}/tokens/{token_id}/credits',
       '/admin/v1/accounts/{username}/tokens/{token_id}/credits/decrement',
@@ -557,7 +558,7 @@ describe('the OpenAPI document', () => {
       '/admin/v1/webhooks/{id}/secret',
     ])
     const operations = adminPaths.flatMap((p) => Object.values(doc.paths[p]))
-    expect(operations).toHaveLength(42)
+    expect(operations).toHaveLength(44)
     for (const op of operations as { tags: string[]; security: unknown; responses: object }[]) {
       expect(op.tags).toEqual(['admin'])
       expect(op.security).toEqual([{ operatorKey: [] }])
