@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { type DashboardConfig, dashboardConfig } from './config/dashboard.js'
@@ -48,6 +49,8 @@ export interface Config {
   usage: UsageConfig
   /** Mail (invitations, token warnings) through SMTP_URL; none when it is unset. */
   mail?: MailConfig
+  /** Processes serving the port (WORKERS): above 1, a primary supervises that many workers. */
+  workers: number
 }
 
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
@@ -84,6 +87,15 @@ function metricsConfig(env: Env): Config['metrics'] {
   }
 }
 
+/** WORKERS: a number of processes, or `auto`: as many as the cores this process may use. */
+function workersConfig(value: string | undefined): number {
+  if (value === undefined) return 1
+  if (value === 'auto') return availableParallelism()
+  const n = Number(value)
+  if (/^\d+$/.test(value) && n >= 1 && n <= 256) return n
+  throw new ConfigError(`WORKERS must be auto or an integer between 1 and 256, got "${value}"`)
+}
+
 /** Applies defaults and cross-field checks; throws ConfigError with a one-line reason. */
 export function toConfig(env: Env): Config {
   const dataDir = path.resolve(env.DATA_DIR ?? './data')
@@ -118,5 +130,6 @@ export function toConfig(env: Env): Config {
     metrics: metricsConfig(env),
     usage: usageConfig(env),
     mail: mailConfig(env, http.publicUrl),
+    workers: workersConfig(env.WORKERS),
   }
 }

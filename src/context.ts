@@ -46,6 +46,8 @@ export interface AppContext {
   draining: boolean
   /** When /readyz was last asked (epoch ms): something is watching, so shutdown waits for it. */
   probedAt: number
+  /** This process's index among the workers of a primary (WORKERS > 1); none when alone. */
+  worker?: number
   db: Db
   keyring: Keyring
   catalog: ScopeCatalog
@@ -99,6 +101,10 @@ export interface Overrides {
    * app answers 503 until `ready`) and keep migrating in the background. The CLI fails instead.
    */
   waitForDatabase?: boolean
+  worker?: number
+  /** The rate limiter to count with instead of one in process (a worker's, leasing from its
+   * primary); REDIS_URL's comes first. */
+  rateLimiter?: (limit: number, log: Logger) => RateLimiter
 }
 
 /** DATA_DIR exists (made 0700) and can be written, or start-up stops saying so in one line. */
@@ -140,7 +146,9 @@ function followChanges(config: Config, db: Db, log: Logger) {
   const directory = new AccountDirectory(db)
   directory.setEnabled(false)
   const changes =
-    config.db.kind === 'postgres' ? postgresChanges(config.db, log) : sqliteChanges(db, log)
+    config.db.kind === 'postgres'
+      ? postgresChanges(config.db, log)
+      : sqliteChanges(db, log, config.db.file)
   let feedLive = false
   changes.listen(
     (id) => {
@@ -160,7 +168,7 @@ function followChanges(config: Config, db: Db, log: Logger) {
 function buildServices(
   config: Config,
   log: Logger,
-  now: (() => number) | undefined,
+  overrides: Overrides,
   started: { keyring: Keyring; catalog: ScopeCatalog; leakKeys?: Map<string, string> },
   opened: OpenDatabase,
   followed: ReturnType<typeof followChanges>,
@@ -170,7 +178,9 @@ function buildServices(
   const { cache, directory, changes } = followed
   const rateLimiter = config.redis
     ? new RedisRateLimiter(config.redis.url, config.redis.keyPrefix, config.rateLimitPerMinute, log)
-    : new MemoryRateLimiter(config.rateLimitPerMinute)
+    : (overrides.rateLimiter?.(config.rateLimitPerMinute, log) ??
+      new MemoryRateLimiter(config.rateLimitPerMinute))
+  const { now } = overrides
   const metrics = new Metrics({
     cache,
     rateLimiter,
@@ -240,7 +250,7 @@ export async function createContext(
   const started = { keyring, catalog, leakKeys: leakKeysOf(config) }
   const opened = await openDatabase(config, log, overrides.waitForDatabase)
   const followed = followChanges(config, opened.db, log)
-  const services = buildServices(config, log, overrides.now, started, opened, followed)
+  const services = buildServices(config, log, overrides, started, opened, followed)
   const { db, tokens, usage, members, factors, events, webhooks, rateLimiter } = services
   const now = overrides.now ?? Date.now
   const prune = async () => {
@@ -267,6 +277,7 @@ export async function createContext(
     },
     draining: false,
     probedAt: 0,
+    worker: overrides.worker,
     ...services,
     adminKeys,
     startBackground() {

@@ -23,7 +23,8 @@ import { webhookCommand } from './webhooks.js'
 
 const usage = `usage: tessera <command>
 
-  serve                                       run the service (what npm start runs)
+  serve [--workers N|auto]                    run the service (what npm start runs); N processes
+                                              share the port (WORKERS, default 1)
   account create <username> [--plan P] [--feature F]...
   account invite <username>                   a new dashboard setup link (voids older ones)
   token create <username> [--scopes a,b] [--note N] [--allowed-url U]... [--expires-at T]
@@ -96,6 +97,7 @@ const parse = (argv: string[]) =>
       'pk-allowed-urls': { type: 'boolean' },
       'idle-days': { type: 'string' },
       'roll-grace-max-hours': { type: 'string' },
+      workers: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   })
@@ -119,7 +121,8 @@ async function run(argv: string[]): Promise<void> {
     process.stdout.write(`${usage}\n`)
     return
   }
-  const config = toConfig(readEnv())
+  const { workers } = args.values
+  const config = toConfig({ ...readEnv(), ...(workers === undefined ? {} : { WORKERS: workers }) })
   if (command === 'serve') return serve(config)
   if (command === 'keys' && sub === 'rotate') return print(await rotateKeys(config))
   if (command === 'admin-key' && sub === 'create' && config.adminKeys !== undefined) {

@@ -43,6 +43,7 @@ const names = [
   'CREDIT_THRESHOLDS',
   'SMTP_URL',
   'MAIL_FROM',
+  'WORKERS',
 ] as const
 
 /** Every environment variable Tessera reads, as given. Nothing below context.ts reads process.env. */

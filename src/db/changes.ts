@@ -1,3 +1,5 @@
+import { watch } from 'node:fs'
+import path from 'node:path'
 import { sql } from 'kysely'
 import pg from 'pg'
 import type { Logger } from 'pino'
@@ -29,19 +31,23 @@ export const localChanges: TokenChanges = {
 
 const pollMs = 500
 const keepMs = 3_600_000
+/** A commit seen on the WAL is read at once and again after these pauses (see `watchWal`). */
+const followUpsMs = [1, 2]
 
 /**
- * SQLite: the server owns the data, but the CLI may change tokens on the same file while it
- * runs (`tessera token roll`). Changes are written to `token_changes` in the transaction of the
- * write, and the server reads the new ones twice a second.
+ * SQLite: the server owns the data, but its workers (WORKERS) and the CLI (`tessera token
+ * roll`) change tokens in the same file. Changes are written to `token_changes` in the
+ * transaction of the write. Every process reads the new ones as soon as any process commits
+ * (see `watchWal`), and twice a second whatever happens, should a notice be missed.
  */
-export function sqliteChanges(db: Db, log: Logger): TokenChanges {
+export function sqliteChanges(db: Db, log: Logger, file?: string): TokenChanges {
   let timer: NodeJS.Timeout | undefined
+  let watcher: { close(): void } | undefined
   let last = 0
   let polls = 0
   let closed = false
   const poll = async (changed: (id: string) => void) => {
-    // Compiled once: twice a second is too rare for the JIT to make Kysely's builder cheap.
+    // Compiled once: the statement is the same for every read.
     const query = compiledOnce(db, 'token changes after', [last, 1000], () =>
       db
         .selectFrom('token_changes')
@@ -55,19 +61,21 @@ export function sqliteChanges(db: Db, log: Logger): TokenChanges {
       last = row.seq
       changed(row.id)
     }
-    if (++polls % 120 === 0) {
-      await db
-        .deleteFrom('token_changes')
-        .where('at', '<', Date.now() - keepMs)
-        .execute()
-    }
   }
+  const prune = () =>
+    db
+      .deleteFrom('token_changes')
+      .where('at', '<', Date.now() - keepMs)
+      .execute()
+  const failed = (err: unknown) =>
+    log.warn({ err: (err as Error).message }, 'reading token changes failed')
   return {
     async notify(trx, id) {
       await trx.insertInto('token_changes').values({ id, at: Date.now() }).execute()
     },
     listen(changed, live) {
       live(true)
+      const reads = serialised(() => poll(changed), failed)
       void (async () => {
         const top = await db
           .selectFrom('token_changes')
@@ -76,10 +84,10 @@ export function sqliteChanges(db: Db, log: Logger): TokenChanges {
           .catch(() => undefined)
         last = Number(top?.seq ?? 0)
         if (closed) return
+        if (file !== undefined) watcher = watchWal(file, reads, log)
         timer = setInterval(() => {
-          poll(changed).catch((err) =>
-            log.warn({ err: (err as Error).message }, 'reading token changes failed'),
-          )
+          reads()
+          if (++polls % 120 === 0) prune().catch(failed)
         }, pollMs)
         timer.unref()
       })()
@@ -87,7 +95,77 @@ export function sqliteChanges(db: Db, log: Logger): TokenChanges {
     async close() {
       closed = true
       clearInterval(timer)
+      watcher?.close()
     },
+  }
+}
+
+/**
+ * `read` as a function that never runs twice at once: a call while it runs makes one more run
+ * after it, however many calls came meanwhile.
+ */
+function serialised(read: () => Promise<void>, failed: (err: unknown) => void): () => void {
+  let running = false
+  let again = false
+  const run = () => {
+    if (running) {
+      again = true
+      return
+    }
+    running = true
+    read()
+      .catch(failed)
+      .finally(() => {
+        running = false
+        if (again) {
+          again = false
+          run()
+        }
+      })
+  }
+  return run
+}
+
+/**
+ * Every commit to the database, by any process, writes its pages to the `-wal` file: the
+ * kernel tells us of that write (inotify, through fs.watch on the directory, so that a WAL file
+ * made anew is followed too) within microseconds, and the change table is read at once. The
+ * write comes just before the commit is published in the WAL's index (shared memory, which
+ * nothing can watch), so the read may be a moment early: reads follow 1 and 3 ms later. What this cannot see (a file system without notifications) the poll still reads.
+ */
+function watchWal(file: string, read: () => void, log: Logger): { close(): void } | undefined {
+  const wal = `${path.basename(file)}-wal`
+  let followUp: NodeJS.Timeout | undefined
+  const follow = (step: number) => {
+    const pause = followUpsMs[step]
+    if (pause === undefined) return
+    followUp = setTimeout(() => {
+      followUp = undefined
+      read()
+      follow(step + 1)
+    }, pause)
+  }
+  const committed = () => {
+    read()
+    if (followUp === undefined) follow(0)
+  }
+  try {
+    const watcher = watch(path.dirname(file), { persistent: false }, (_event, name) => {
+      if (name === wal) committed()
+    })
+    watcher.on('error', (err) => {
+      log.warn({ err: err.message }, 'watching the database for commits failed: polling only')
+      watcher.close()
+    })
+    return {
+      close() {
+        clearTimeout(followUp)
+        watcher.close()
+      },
+    }
+  } catch (err) {
+    log.warn({ err: (err as Error).message }, 'cannot watch the database for commits: polling only')
+    return undefined
   }
 }
 

@@ -1,6 +1,11 @@
 import { createServer } from 'node:http'
 import { ConfigError } from '../config.js'
-import type { Metrics } from './metrics.js'
+
+/** What the listener serves: a prom-client registry, or the primary's aggregate of its workers'. */
+export interface MetricsSource {
+  metrics(): Promise<string>
+  readonly contentType: string
+}
 
 export interface MetricsListener {
   url: string
@@ -14,7 +19,7 @@ const firstLine = (err: unknown) => String((err as Error).message ?? err).split(
  * METRICS_HOST says otherwise), answering GET /metrics and nothing else.
  */
 export async function listenMetrics(
-  metrics: Metrics,
+  source: MetricsSource,
   { host, port }: { host: string; port: number },
 ): Promise<MetricsListener> {
   const server = createServer((request, response) => {
@@ -23,9 +28,9 @@ export async function listenMetrics(
       response.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('Not Found\n')
       return
     }
-    metrics.registry.metrics().then(
+    source.metrics().then(
       (text) => {
-        response.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text)
+        response.writeHead(200, { 'content-type': source.contentType }).end(text)
       },
       (err) => {
         response.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' })

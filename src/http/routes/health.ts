@@ -7,6 +7,8 @@ import type { AppContext } from '../../context.js'
 export const probePaths = new Set(['/healthz', '/readyz'])
 
 const Health = Type.Object({ status: Type.String() })
+/** With workers (WORKERS > 1), which one answered. */
+const Ready = Type.Object({ status: Type.String(), worker: Type.Optional(Type.Integer()) })
 const NotReady = Type.Object({ message: Type.String(), details: Type.String() })
 
 /** How long one database probe answers for every /readyz: probes cannot flood the database. */
@@ -56,11 +58,15 @@ export function healthRoutes(app: FastifyInstance, ctx: AppContext) {
   )
   app.get(
     '/readyz',
-    { ...quiet, schema: { hide: true, response: { 200: Health, 503: NotReady } } },
+    { ...quiet, schema: { hide: true, response: { 200: Ready, 503: NotReady } } },
     async (_request, reply) => {
       ctx.probedAt = Date.now()
       const problem = await notReady()
-      if (problem === undefined) return { status: 'ready' }
+      if (problem === undefined) {
+        return ctx.worker === undefined
+          ? { status: 'ready' }
+          : { status: 'ready', worker: ctx.worker }
+      }
       return reply.code(503).send({ message: 'Service Unavailable', details: problem })
     },
   )

@@ -1,0 +1,153 @@
+import cluster, { type Worker } from 'node:cluster'
+import type { Logger } from 'pino'
+import type { Config } from '../config.js'
+import { createContext } from '../context.js'
+import { createLogger } from '../http/logging.js'
+import { banner, type Listening, loadTls } from '../instance.js'
+import { listenMetrics, type MetricsListener } from '../metrics/listener.js'
+import { isLeaseRequest, LeaseLedger } from '../ratelimit/cluster.js'
+import { isMessage, type PrimaryMessage, type WorkerMessage } from './messages.js'
+import { aggregatedMetrics } from './metrics.js'
+
+/** A worker that ends sooner than this after its start is restarted after a growing pause. */
+const shortLifeMs = 5_000
+const maxPauseMs = 5_000
+/** Past this, workers that have not finished draining are killed (a drain takes at most 11 s). */
+const drainDeadlineMs = 15_000
+
+/**
+ * What every worker would otherwise race to make on a first start: DATA_DIR, the signing key
+ * and operator key files, the migrations and the self-signed certificate. Made once, here.
+ */
+async function prepare(config: Config, log: Logger) {
+  const ctx = await createContext(config, { log, waitForDatabase: true })
+  await ctx.close()
+  if (!config.http.trustProxy) loadTls(config)
+}
+
+/** A message to a worker that may be gone already (its exit is handled on its own). */
+const tell = (worker: Worker, message: unknown) => {
+  if (worker.isConnected()) worker.send(message as PrimaryMessage, undefined, () => {})
+}
+
+interface Slot {
+  worker: Worker
+  startedAt: number
+  /** Consecutive short lives: the pause before the next start doubles with each. */
+  failures: number
+}
+
+/**
+ * The primary of `WORKERS=N`: prepares once, forks N workers sharing the port (node:cluster,
+ * connections handed out round-robin), and supervises them: a worker that ends is replaced
+ * (under the same index), SIGTERM or SIGINT drains them all as one instance drains, and the
+ * process ends when they have. It answers the workers' rate-limit leases (one count per account
+ * for the whole machine) and serves METRICS_PORT with their metrics added up.
+ */
+export async function runPrimary(config: Config): Promise<void> {
+  const log = createLogger(config.logLevel)
+  await prepare(config, log)
+  const primary = new Primary(config, log)
+  process.once('SIGINT', () => primary.shutdown('SIGINT'))
+  process.once('SIGTERM', () => primary.shutdown('SIGTERM'))
+  for (let index = 0; index < config.workers; index++) primary.fork(index)
+}
+
+class Primary {
+  private readonly ledger = new LeaseLedger()
+  private readonly slots = new Map<number, Slot>()
+  private readonly listening = new Map<number, Listening>()
+  private readonly metrics = aggregatedMetrics(() => [...this.slots.values()].map((s) => s.worker))
+  private metricsListener: MetricsListener | undefined
+  private closing = false
+  private started = false
+  /** The last time any worker's /readyz was asked. */
+  private probedAt = 0
+
+  constructor(
+    private readonly config: Config,
+    private readonly log: Logger,
+  ) {}
+
+  fork(index: number, failures = 0) {
+    const worker = cluster.fork({ TESSERA_WORKER: String(index) })
+    this.slots.set(index, { worker, startedAt: Date.now(), failures })
+    worker.on('message', (message) => this.received(index, worker, message))
+    worker.on('exit', (code, signal) => this.exited(index, worker, code, signal))
+  }
+
+  private received(index: number, worker: Worker, message: unknown) {
+    if (isLeaseRequest(message)) {
+      tell(worker, { tessera: 'lease', id: message.id, grant: this.ledger.answer(message) })
+      return
+    }
+    if (!isMessage<WorkerMessage>(message)) return
+    if (message.tessera === 'probed') this.probedAt = Math.max(this.probedAt, message.at)
+    else if (message.tessera === 'metrics') this.metrics.answered(message)
+    else if (message.tessera === 'listening') {
+      this.listening.set(index, message.at)
+      if (!this.started && this.listening.size === this.config.workers) {
+        void this.announce(message.at)
+      }
+    }
+  }
+
+  /** Every worker listens: the banner, once. */
+  private async announce(at: Listening) {
+    this.started = true
+    if (this.config.metrics) {
+      this.metricsListener = await listenMetrics(this.metrics, this.config.metrics)
+    }
+    const url = this.metricsListener?.url
+    process.stdout.write(banner(this.config, { ...at, metricsUrl: url }, this.config.workers))
+  }
+
+  private exited(index: number, worker: Worker, code: number | null, signal: string | null) {
+    const slot = this.slots.get(index)
+    if (slot?.worker !== worker) return
+    this.slots.delete(index)
+    this.listening.delete(index)
+    if (this.closing) {
+      if (this.slots.size === 0) void this.finish()
+      return
+    }
+    if (!this.started) {
+      // A worker that cannot start (a port in use, a bad certificate) said why on stderr: the
+      // others would fail alike. Stop, as one process would.
+      this.log.error({ worker: index, code, signal }, 'a worker failed to start: stopping')
+      process.exitCode = 1
+      this.shutdown()
+      return
+    }
+    const short = Date.now() - slot.startedAt < shortLifeMs
+    const failures = short ? slot.failures + 1 : 0
+    const pause = short ? Math.min(maxPauseMs, 100 * 2 ** failures) : 0
+    this.log.warn(
+      { worker: index, code, signal, restartInMs: pause },
+      'worker exited: starting another',
+    )
+    setTimeout(() => this.closing || this.fork(index, failures), pause)
+  }
+
+  private async finish() {
+    await this.metricsListener?.close()
+    if (process.exitCode === undefined) process.exitCode = 0
+  }
+
+  shutdown(signal?: string) {
+    if (this.closing) return
+    this.closing = true
+    if (signal) this.log.info({ signal, workers: this.slots.size }, 'shutting down')
+    const drain: PrimaryMessage = { tessera: 'drain', probedAt: this.probedAt }
+    for (const [index, { worker }] of this.slots) {
+      // One not yet listening has no handler for the message: the signal stops it (or drains it).
+      if (this.listening.has(index)) tell(worker, drain)
+      else worker.process.kill('SIGTERM')
+    }
+    const deadline = setTimeout(() => {
+      for (const { worker } of this.slots.values()) worker.process.kill('SIGKILL')
+    }, drainDeadlineMs)
+    deadline.unref()
+    if (this.slots.size === 0) void this.finish()
+  }
+}

@@ -1,0 +1,187 @@
+import { readFileSync } from 'node:fs'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { createSecureContext } from 'node:tls'
+import type { FastifyInstance } from 'fastify'
+import type { Logger } from 'pino'
+import { buildApp } from './app.js'
+import { type Config, ConfigError, systemReason } from './config.js'
+import { type AppContext, createContext, type Overrides } from './context.js'
+import { createLogger } from './http/logging.js'
+import { listenMetrics, type MetricsListener } from './metrics/listener.js'
+import { ensureSelfSigned } from './tls/self-signed.js'
+
+export interface Running {
+  app: FastifyInstance
+  ctx: AppContext
+  log: Logger
+  url: string
+  certFile?: string
+  /** The Prometheus endpoint, when METRICS_PORT is set. */
+  metricsUrl?: string
+  close(): Promise<void>
+}
+
+/** The certificate and key to serve, read and checked before anything else starts. */
+export function loadTls(config: Config): {
+  https: { cert: Buffer; key: Buffer }
+  certFile: string
+} {
+  const { tls } = config.http
+  let files: { certFile: string; keyFile: string }
+  try {
+    files = tls ? { certFile: tls.cert, keyFile: tls.key } : ensureSelfSigned(config.dataDir)
+  } catch (err) {
+    throw new ConfigError(`DATA_DIR cannot be used: ${config.dataDir}: ${systemReason(err)}`)
+  }
+  const read = (name: string, file: string) => {
+    try {
+      return readFileSync(file)
+    } catch (err) {
+      throw new ConfigError(`${name} cannot be read: ${file}: ${systemReason(err)}`)
+    }
+  }
+  const https = { cert: read('TLS_CERT', files.certFile), key: read('TLS_KEY', files.keyFile) }
+  try {
+    createSecureContext(https)
+  } catch (err) {
+    throw new ConfigError(
+      `TLS_CERT and TLS_KEY are not a PEM certificate and its key: ${firstLine(err)}`,
+    )
+  }
+  return { https, certFile: files.certFile }
+}
+
+const firstLine = (err: unknown) => String((err as Error).message ?? err).split('\n')[0]
+
+async function listen(app: FastifyInstance, { host, port }: Config['http']) {
+  try {
+    await app.listen({ host, port })
+  } catch (err) {
+    const code = (err as { code?: string }).code
+    if (code === 'EADDRINUSE') throw new ConfigError(`PORT ${port} is already in use on ${host}`)
+    if (code?.startsWith('E')) {
+      throw new ConfigError(`cannot listen on HOST ${host} PORT ${port}: ${firstLine(err)}`)
+    }
+    throw err
+  }
+}
+
+/** What a worker of a primary (src/cluster) changes in the instance it starts. */
+export interface StartOptions {
+  /** Its index among the workers (answered by /readyz). */
+  worker?: number
+  /** Its rate limiter: leases from the primary (without REDIS_URL). */
+  rateLimiter?: Overrides['rateLimiter']
+  /** The primary serves METRICS_PORT, aggregated: the worker opens no listener of its own. */
+  metricsListener?: boolean
+}
+
+/** Starts the service: TLS, context and migrations, listen (and the metrics listener). */
+export async function start(config: Config, options: StartOptions = {}): Promise<Running> {
+  const log = createLogger(config.logLevel)
+  const { http } = config
+  const tls = http.trustProxy ? undefined : loadTls(config)
+  const ctx = await createContext(config, {
+    log,
+    waitForDatabase: true,
+    worker: options.worker,
+    rateLimiter: options.rateLimiter,
+  })
+  const app = buildApp(ctx, { https: tls?.https, logger: log })
+  let metrics: MetricsListener | undefined
+  try {
+    await listen(app, http)
+    if (config.metrics && options.metricsListener !== false) {
+      metrics = await listenMetrics(ctx.metrics.registry, config.metrics)
+    }
+  } catch (err) {
+    if (app.server.listening) await app.close()
+    await ctx.close()
+    throw err
+  }
+  ctx.startBackground()
+  const address = app.server.address()
+  const port = typeof address === 'object' && address !== null ? address.port : http.port
+  const scheme = tls ? 'https' : 'http'
+  return {
+    app,
+    ctx,
+    log,
+    url: `${scheme}://${http.host.includes(':') ? `[${http.host}]` : http.host}:${port}`,
+    certFile: tls?.certFile,
+    metricsUrl: metrics?.url,
+    close: () => drain(app, ctx, metrics),
+  }
+}
+
+/**
+ * While a load balancer watches /readyz (asked within the last minute), it gets this long to see
+ * the 503 before the server stops accepting; requests keep being served meanwhile.
+ */
+const drainGraceMs = 3_000
+/** Past this, connections still open at shutdown are cut, so that the process exits in 10 s. */
+const drainDeadlineMs = 8_000
+
+/**
+ * Graceful shutdown: /readyz answers 503 at once (and, if it is being watched, for a grace
+ * period); then the server stops accepting connections and closes idle ones; requests in
+ * flight finish (a create's answer waits for its group commit); then the database and Redis
+ * are closed. A connection still busy at the deadline is cut.
+ */
+async function drain(app: FastifyInstance, ctx: AppContext, metrics?: MetricsListener) {
+  ctx.draining = true
+  const deadline = setTimeout(() => app.server.closeAllConnections(), drainDeadlineMs)
+  deadline.unref()
+  try {
+    if (Date.now() - ctx.probedAt < 60_000) await sleep(drainGraceMs)
+    await app.close()
+  } finally {
+    clearTimeout(deadline)
+    await metrics?.close()
+    await ctx.close()
+  }
+}
+
+/** Where a started service answers, as its banner says it. */
+export interface Listening {
+  url: string
+  /** The Link origin (PUBLIC_URL, or the listening address). */
+  publicUrl: string
+  certFile?: string
+  metricsUrl?: string
+}
+
+/** What `tessera serve` prints once it listens: where, with what, and how to get a first token. */
+export function banner(config: Config, at: Listening, workers = 1): string {
+  const lines: string[] = []
+  const say = (line = '') => lines.push(line)
+  say()
+  say(`Tessera is listening on ${at.url} (Link origin ${at.publicUrl})`)
+  if (at.certFile) {
+    say(`TLS certificate: ${at.certFile}`)
+    if (!config.http.tls) {
+      say(`  self-signed; let clients trust it with NODE_EXTRA_CA_CERTS=${at.certFile}`)
+    }
+  } else {
+    const { proxy } = config.http
+    const client =
+      proxy === 1
+        ? 'the last X-Forwarded-For entry (one proxy)'
+        : typeof proxy === 'number'
+          ? `the X-Forwarded-For entry ${proxy} from the end (${proxy} proxies)`
+          : `the last X-Forwarded-For entry not from ${proxy?.join(', ')}`
+    say('TRUST_PROXY: plain HTTP behind a TLS-terminating proxy (X-Forwarded-Proto: https)')
+    say(`  client address: ${client}`)
+  }
+  say(`Data: ${config.db.kind === 'sqlite' ? config.db.file : 'PostgreSQL (DATABASE_URL)'}`)
+  if (workers > 1) say(`Workers: ${workers} processes sharing the port (WORKERS)`)
+  if (at.metricsUrl) say(`Prometheus metrics: ${at.metricsUrl}`)
+  say()
+  say('Get a first token:')
+  say('  npx tessera account create alice')
+  say('  npx tessera token create alice --scopes tokens:read,tokens:write,scopes:list')
+  say(`  curl --cacert ${at.certFile ?? '<cert>'} "${at.url}/tokens/v2/alice?access_token=<token>"`)
+  say()
+  // One write: a reader of this output (a test, a supervisor's log) sees it whole or not at all.
+  return `${lines.join('\n')}\n`
+}
