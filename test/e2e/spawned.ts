@@ -17,6 +17,8 @@ export interface Started {
   ca: Buffer
   env: NodeJS.ProcessEnv
   exited: Promise<{ code: number | null; signal: string | null; at: number }>
+  /** Everything it printed so far, stdout and stderr. */
+  output: () => string
 }
 
 export async function startTessera(
@@ -60,7 +62,7 @@ export async function startTessera(
     })
   })
   const ca = readFileSync(path.join(dataDir, 'tls', 'cert.pem'))
-  return { child, url, ca, env, exited }
+  return { child, url, ca, env, exited, output: () => out }
 }
 
 const agents = new WeakMap<Started, Agent>()

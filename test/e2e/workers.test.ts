@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { Agent, request } from 'node:https'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -33,6 +33,18 @@ async function startWorkers(extraEnv: Record<string, string> = {}) {
     return JSON.parse(stdout)
   }
   return { server, cli, dataDir }
+}
+
+let sharedOne: ReturnType<typeof startWorkers> | undefined
+/** One instance for the tests that need no settings of their own, with an account `acme`. */
+const shared = () => {
+  sharedOne ??= startWorkers({ RATE_LIMIT_PER_MINUTE: '1000000', METRICS_PORT: '0' }).then(
+    async (started) => {
+      await started.cli('account', 'create', 'acme')
+      return started
+    },
+  )
+  return sharedOne
 }
 
 interface Answer {
@@ -85,12 +97,53 @@ async function pair(server: Started): Promise<[Connection, Connection]> {
 /** What a retrieve says of its token: `TokenValid`, `TokenRevoked`… (the status is 200). */
 const code = (answer: Answer) => (JSON.parse(answer.body) as { code: string }).code
 
+/** The primary's workers: pid by index (TESSERA_WORKER in each one's environment). */
+const workerPids = (server: Started) => {
+  const pid = server.child.pid
+  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/)
+  const byIndex = new Map<number, number>()
+  for (const child of children.filter(Boolean)) {
+    let env: string[]
+    try {
+      env = readFileSync(`/proc/${child}/environ`, 'utf8').split('\0')
+    } catch {
+      continue // Exited since the listing (the worker the test killed).
+    }
+    const index = env.find((e) => e.startsWith('TESSERA_WORKER='))?.split('=')[1]
+    if (index !== undefined) byIndex.set(Number(index), Number(child))
+  }
+  return byIndex
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Sends on `c` until `until()`: how many answers were 200 and how many requests failed. */
+async function keepSending(c: Connection, route: string, until: () => boolean) {
+  const tally = { ok: 0, failed: 0, other: 0 }
+  while (!until()) {
+    try {
+      const { status } = await c.send('GET', route)
+      if (status === 200) tally.ok++
+      else tally.other++
+    } catch {
+      tally.failed++
+    }
+  }
+  return tally
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 describe('WORKERS=2 on SQLite', () => {
   it('refuses a revoked token on every worker within 10 ms (p99 of 200 revocations)', async () => {
-    const { server, cli } = await startWorkers({ RATE_LIMIT_PER_MINUTE: '1000000' })
-    await cli('account', 'create', 'acme')
+    const { server, cli } = await shared()
     const sk = await cli(
       'token',
       'create',
@@ -128,8 +181,7 @@ describe('WORKERS=2 on SQLite', () => {
   })
 
   it('refuses a token the CLI rolled on every worker, without waiting for the poll', async () => {
-    const { server, cli } = await startWorkers()
-    await cli('account', 'create', 'acme')
+    const { server, cli } = await shared()
     const pk = await cli('token', 'create', 'acme', '--scopes', 'styles:read')
     const [a, b] = await pair(server)
     for (const c of [a, b]) {
@@ -163,5 +215,131 @@ describe('WORKERS=2 on SQLite', () => {
     ])
     const statuses = answers.map((r) => r.status).sort()
     expect(statuses).toEqual([200, 200, 200, 200, 200, 429])
+  })
+
+  it('replaces a worker killed under load: only the requests in flight on it fail', async () => {
+    const { server, cli } = await shared()
+    const pk = await cli('token', 'create', 'acme', '--scopes', 'styles:read')
+    const [first, second] = await pinned(server, 4)
+    const before = workerPids(server)
+    const victim = before.get(0) ?? 0
+    let stop = false
+    const route = `/tokens/v2?access_token=${pk.token}`
+    const loads = [...first, ...second].map((c) => keepSending(c, route, () => stop))
+    await sleep(300)
+    process.kill(victim, 'SIGKILL')
+    // Replaced under the same index, within a few seconds.
+    const deadline = Date.now() + 10_000
+    while (Date.now() < deadline) {
+      const now = workerPids(server).get(0)
+      if (now !== undefined && now !== victim) break
+      await sleep(50)
+    }
+    await sleep(300)
+    stop = true
+    const tallies = await Promise.all(loads)
+    const after = workerPids(server)
+    expect(after.get(0)).not.toBe(victim)
+    expect(after.get(1)).toBe(before.get(1))
+    expect(alive(victim)).toBe(false)
+    // At most the one request in flight on each connection to the killed worker failed.
+    expect(tallies.slice(0, 4).every((t) => t.failed <= 1)).toBe(true)
+    expect(tallies.slice(4).map((t) => t.failed)).toEqual([0, 0, 0, 0])
+    expect(tallies.map((t) => t.other)).toEqual([0, 0, 0, 0, 0, 0, 0, 0])
+    expect(tallies.every((t) => t.ok > 0)).toBe(true)
+    expect(server.output()).toContain('worker exited: starting another')
+    // The new worker answers once it has started.
+    let replacement: Connection | undefined
+    while (replacement === undefined && Date.now() < deadline + 10_000) {
+      const c = connection(server)
+      const ready = JSON.parse((await c.send('GET', '/readyz')).body) as { worker: number }
+      if (ready.worker === 0) replacement = c
+      else c.agent.destroy()
+    }
+    expect(code(await (replacement as Connection).send('GET', route))).toBe('TokenValid')
+  })
+
+  it('drains every worker on SIGTERM as one instance drains, and exits 0', async () => {
+    const { server, cli } = await startWorkers()
+    await cli('account', 'create', 'acme')
+    const pk = await cli('token', 'create', 'acme', '--scopes', 'styles:read')
+    // Pinning probes /readyz on both: each worker then gives load balancers the grace period.
+    const [a, b] = await pair(server)
+    const pids = [...workerPids(server).values()]
+    expect(pids).toHaveLength(2)
+    server.child.kill('SIGTERM')
+    await sleep(300)
+    for (const c of [a, b]) {
+      const ready = await c.send('GET', '/readyz')
+      expect(ready.status).toBe(503)
+      expect(JSON.parse(ready.body)).toEqual({
+        message: 'Service Unavailable',
+        details: 'shutting down',
+      })
+      // Still served during the grace period.
+      expect(code(await c.send('GET', `/tokens/v2?access_token=${pk.token}`))).toBe('TokenValid')
+    }
+    const exit = await server.exited
+    expect(exit).toMatchObject({ code: 0, signal: null })
+    expect(pids.map(alive)).toEqual([false, false])
+  })
+
+  it('writes from both workers and the CLI at once without SQLITE_BUSY reaching anyone', async () => {
+    const { server, cli } = await shared()
+    const sk = await cli(
+      'token',
+      'create',
+      'acme',
+      '--scopes',
+      'tokens:read,tokens:write,styles:read',
+    )
+    const [first, second] = await pinned(server, 3)
+    const statuses = new Map<number, number>()
+    const count = (status: number) => statuses.set(status, (statuses.get(status) ?? 0) + 1)
+    const end = Date.now() + 3_000
+    const mixed = async (c: Connection, i: number) => {
+      for (let n = 0; Date.now() < end; n++) {
+        const answer =
+          (n + i) % 2 === 0
+            ? await c.send('POST', `/tokens/v2/acme?access_token=${sk.token}`, {
+                scopes: ['styles:read'],
+                note: `c${i} n${n}`,
+              })
+            : await c.send('GET', `/tokens/v2?access_token=${sk.token}`)
+        count(answer.status)
+      }
+    }
+    const cliCreates = async () => {
+      let made = 0
+      while (Date.now() < end) {
+        await cli('token', 'create', 'acme', '--scopes', 'styles:read')
+        made++
+      }
+      return made
+    }
+    const [made] = await Promise.all([cliCreates(), ...[...first, ...second].map(mixed)])
+    expect([...statuses.keys()]).toEqual([200])
+    expect(made).toBeGreaterThan(0)
+    expect(server.output()).not.toMatch(/SQLITE_BUSY|database is locked/)
+    expect(statuses.get(200)).toBeGreaterThan(20)
+  })
+
+  it('serves METRICS_PORT from the primary with the counts of the workers added up', async () => {
+    const { server, cli } = await shared()
+    const pk = await cli('token', 'create', 'acme', '--scopes', 'styles:read')
+    const metricsUrl = /Prometheus metrics: (\S+)/.exec(server.output())?.[1] ?? ''
+    const valid = async () => {
+      const text = await (await fetch(metricsUrl)).text()
+      const line = /^tessera_validations_total\{code="TokenValid",usage="pk"\} (\d+)$/m.exec(text)
+      return { count: Number(line?.[1] ?? 0), text }
+    }
+    const [a, b] = await pair(server)
+    const before = await valid()
+    for (const c of [a, a, a, b, b]) {
+      expect(code(await c.send('GET', `/tokens/v2?access_token=${pk.token}`))).toBe('TokenValid')
+    }
+    const { count, text } = await valid()
+    expect(count - before.count).toBe(5)
+    expect(text).toContain('tessera_database_ready 2')
   })
 })
