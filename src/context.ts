@@ -102,8 +102,7 @@ export interface Overrides {
    */
   waitForDatabase?: boolean
   worker?: number
-  /** The rate limiter to count with instead of one in process (a worker's, leasing from its
-   * primary); REDIS_URL's comes first. */
+  /** Counts instead of one in process (a worker's: leases from its primary); not with Redis. */
   rateLimiter?: (limit: number, log: Logger) => RateLimiter
 }
 
@@ -137,18 +136,14 @@ function leakKeysOf(config: Config): Map<string, string> | undefined {
   }
 }
 
-/**
- * The change feed and what it keeps exact: token records and accounts are cached in process
- * only while it is live.
- */
+/** The change feed and what it keeps exact: records and accounts cached while it is live. */
 function followChanges(config: Config, db: Db, log: Logger) {
   const cache = new TokenCache({ enabled: false })
   const directory = new AccountDirectory(db)
   directory.setEnabled(false)
+  const { db: at } = config
   const changes =
-    config.db.kind === 'postgres'
-      ? postgresChanges(config.db, log)
-      : sqliteChanges(db, log, config.db.file)
+    at.kind === 'postgres' ? postgresChanges(at, log) : sqliteChanges(db, log, at.file)
   let feedLive = false
   changes.listen(
     (id) => {
@@ -176,11 +171,11 @@ function buildServices(
   const { db } = opened
   const { keyring, catalog } = started
   const { cache, directory, changes } = followed
+  const { now, rateLimiter: leasing } = overrides
+  const limit = config.rateLimitPerMinute
   const rateLimiter = config.redis
-    ? new RedisRateLimiter(config.redis.url, config.redis.keyPrefix, config.rateLimitPerMinute, log)
-    : (overrides.rateLimiter?.(config.rateLimitPerMinute, log) ??
-      new MemoryRateLimiter(config.rateLimitPerMinute))
-  const { now } = overrides
+    ? new RedisRateLimiter(config.redis.url, config.redis.keyPrefix, limit, log)
+    : (leasing?.(limit, log) ?? new MemoryRateLimiter(limit))
   const metrics = new Metrics({
     cache,
     rateLimiter,
