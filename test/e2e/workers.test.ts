@@ -1,12 +1,21 @@
 import { execFile } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { Agent, request } from 'node:https'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, describe, expect, it } from 'vitest'
 import { childEnv } from '../environment.js'
 import { type Started, startTessera } from './spawned.js'
+import {
+  alive,
+  type Connection,
+  code,
+  connection,
+  keepSending,
+  pair,
+  pinned,
+  workerPids,
+} from './workers.js'
 
 // `WORKERS=2` on the embedded default: a primary and two workers sharing the port (issue 35).
 
@@ -45,98 +54,6 @@ const shared = () => {
     },
   )
   return sharedOne
-}
-
-interface Answer {
-  status: number
-  body: string
-}
-
-/** A keep-alive connection of its own: every request on it goes to the same worker. */
-function connection(server: Started) {
-  const agent = new Agent({ keepAlive: true, maxSockets: 1, ca: server.ca })
-  const send = (method: string, route: string, body?: unknown) =>
-    new Promise<Answer>((resolve, reject) => {
-      const req = request(`${server.url}${route}`, { method, agent }, (res) => {
-        let text = ''
-        res.on('data', (d) => {
-          text += d
-        })
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }))
-      })
-      req.on('error', reject)
-      if (body !== undefined) req.setHeader('content-type', 'application/json')
-      req.end(body === undefined ? undefined : JSON.stringify(body))
-    })
-  return { agent, send }
-}
-type Connection = ReturnType<typeof connection>
-
-/** `perWorker` connections to each of the two workers, learnt from /readyz. */
-async function pinned(server: Started, perWorker: number): Promise<[Connection[], Connection[]]> {
-  const byWorker: [Connection[], Connection[]] = [[], []]
-  for (let i = 0; i < 100 && byWorker.some((c) => c.length < perWorker); i++) {
-    const c = connection(server)
-    const { status, body } = await c.send('GET', '/readyz')
-    expect(status).toBe(200)
-    const { worker } = JSON.parse(body) as { worker: 0 | 1 }
-    if (byWorker[worker].length < perWorker) byWorker[worker].push(c)
-    else c.agent.destroy()
-  }
-  expect(byWorker.map((c) => c.length)).toEqual([perWorker, perWorker])
-  return byWorker
-}
-
-/** A connection to each worker. */
-async function pair(server: Started): Promise<[Connection, Connection]> {
-  const [[a], [b]] = await pinned(server, 1)
-  if (a === undefined || b === undefined) throw new Error('not a connection to each worker')
-  return [a, b]
-}
-
-/** What a retrieve says of its token: `TokenValid`, `TokenRevoked`… (the status is 200). */
-const code = (answer: Answer) => (JSON.parse(answer.body) as { code: string }).code
-
-/** The primary's workers: pid by index (TESSERA_WORKER in each one's environment). */
-const workerPids = (server: Started) => {
-  const pid = server.child.pid
-  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/)
-  const byIndex = new Map<number, number>()
-  for (const child of children.filter(Boolean)) {
-    let env: string[]
-    try {
-      env = readFileSync(`/proc/${child}/environ`, 'utf8').split('\0')
-    } catch {
-      continue // Exited since the listing (the worker the test killed).
-    }
-    const index = env.find((e) => e.startsWith('TESSERA_WORKER='))?.split('=')[1]
-    if (index !== undefined) byIndex.set(Number(index), Number(child))
-  }
-  return byIndex
-}
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
-
-/** Sends on `c` until `until()`: how many answers were 200 and how many requests failed. */
-async function keepSending(c: Connection, route: string, until: () => boolean) {
-  const tally = { ok: 0, failed: 0, other: 0 }
-  while (!until()) {
-    try {
-      const { status } = await c.send('GET', route)
-      if (status === 200) tally.ok++
-      else tally.other++
-    } catch {
-      tally.failed++
-    }
-  }
-  return tally
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
