@@ -17,7 +17,7 @@ import { TokenHygiene, type TokenWarning } from './hygiene/hygiene.js'
 import { backgroundJobs, startJobs } from './jobs.js'
 import { createMailer, type Mailer } from './mail/mailer.js'
 import { mailWarning } from './mail/warnings.js'
-import { Metrics } from './metrics/metrics.js'
+import { changeDelays, Metrics } from './metrics/metrics.js'
 import { FactorService } from './people/factors.js'
 import { MemberService } from './people/members.js'
 import { PasskeyService } from './people/passkeys.js'
@@ -145,10 +145,12 @@ function followChanges(config: Config, db: Db, log: Logger) {
   const changes =
     at.kind === 'postgres' ? postgresChanges(at, log) : sqliteChanges(db, log, at.file)
   let feedLive = false
+  const delays = changeDelays()
   changes.listen(
-    (id) => {
+    (id, writtenAt) => {
       if (id.startsWith('account:')) directory.invalidate(id.slice('account:'.length))
       else cache.invalidate(id)
+      if (writtenAt !== undefined) delays.observe((Date.now() - writtenAt) / 1000)
     },
     (live) => {
       feedLive = live
@@ -156,7 +158,7 @@ function followChanges(config: Config, db: Db, log: Logger) {
       directory.setEnabled(live)
     },
   )
-  return { cache, directory, changes, feedLive: () => feedLive }
+  return { cache, directory, changes, delays, feedLive: () => feedLive }
 }
 
 /** The services of the context, over an open database and a followed change feed. */
@@ -178,6 +180,7 @@ function buildServices(
     : (leasing?.(limit, log) ?? new MemoryRateLimiter(limit))
   const metrics = new Metrics({
     cache,
+    changeDelays: followed.delays,
     rateLimiter,
     feedLive: followed.feedLive,
     ready: opened.ready,

@@ -3,21 +3,27 @@ import { AggregatorRegistry } from 'prom-client'
 import type { MetricsSource } from '../metrics/listener.js'
 
 /** One worker's metrics, as prom-client's `getMetricsAsJSON` gives them. */
-type WorkerMetrics = Parameters<typeof AggregatorRegistry.aggregate>[0][number]
+type WorkerMetrics = { type?: unknown }[]
 
-/** A worker that has not answered in this long is left out of one scrape. */
+/** A worker that has not answered in this long is counted with its last answer. */
 const answerMs = 2_000
 
 /**
  * METRICS_PORT of a primary: each scrape asks every worker for its metrics over IPC and adds
- * them up (prom-client's AggregatorRegistry: counters and histograms summed, and gauges too,
- * unless the metric says otherwise), so that one scrape speaks for the whole instance.
+ * them up (prom-client's AggregatorRegistry: counters and histograms summed, and gauges too).
+ *
+ * Counters must never go down, or Prometheus reads a reset and `rate()` invents traffic: a
+ * worker that does not answer in time is counted with its last answer, and the counters of a
+ * worker that ended (replaced, or killed) stay in the sum from its last answer on.
  */
-export function aggregatedMetrics(workers: () => Worker[]) {
+export function aggregatedMetrics(workers: () => [number, Worker][]) {
   let next = 0
   const waiting = new Map<number, (json: WorkerMetrics) => void>()
+  const last = new Map<number, WorkerMetrics>()
+  let ended: WorkerMetrics[] = []
   const ask = (worker: Worker) =>
     new Promise<WorkerMetrics | undefined>((resolve) => {
+      if (!worker.isConnected()) return resolve(undefined)
       const id = ++next
       const timer = setTimeout(() => {
         waiting.delete(id)
@@ -28,18 +34,32 @@ export function aggregatedMetrics(workers: () => Worker[]) {
         waiting.delete(id)
         resolve(json)
       })
-      if (worker.isConnected()) worker.send({ tessera: 'metrics', id }, undefined, () => {})
+      worker.send({ tessera: 'metrics', id }, undefined, () => {})
     })
   return {
     contentType: AggregatorRegistry.PROMETHEUS_CONTENT_TYPE,
     async metrics(): Promise<string> {
-      const answers = await Promise.all(workers().map(ask))
+      const answers = await Promise.all(
+        workers().map(async ([index, worker]) => {
+          const json = await ask(worker)
+          if (json !== undefined) last.set(index, json)
+          return json ?? last.get(index)
+        }),
+      )
+      if (ended.length > 1) ended = [await AggregatorRegistry.aggregate(ended).getMetricsAsJSON()]
       const found = answers.filter((a): a is WorkerMetrics => a !== undefined)
-      return AggregatorRegistry.aggregate(found).metrics()
+      return AggregatorRegistry.aggregate([...found, ...ended]).metrics()
     },
     /** A worker's answer. */
     answered(message: { id: number; json: unknown[] }) {
       waiting.get(message.id)?.(message.json as WorkerMetrics)
+    },
+    /** The worker of `index` ended: its counters (not its gauges) stay in the sum. */
+    retired(index: number) {
+      const json = last.get(index)
+      last.delete(index)
+      const counters = json?.filter((m) => m.type === 'counter' || m.type === 'histogram')
+      if (counters !== undefined && counters.length > 0) ended.push(counters)
     },
   } satisfies MetricsSource & Record<string, unknown>
 }

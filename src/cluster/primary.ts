@@ -17,7 +17,8 @@ const drainDeadlineMs = 15_000
 
 /**
  * What every worker would otherwise race to make on a first start: DATA_DIR, the signing key
- * and operator key files, the migrations and the self-signed certificate. Made once, here.
+ * and operator key files, the self-signed certificate and the migrations (unless the database
+ * is away: then each worker retries them, as an instance does).
  */
 async function prepare(config: Config, log: Logger) {
   const ctx = await createContext(config, { log, waitForDatabase: true })
@@ -48,6 +49,8 @@ export async function runPrimary(config: Config): Promise<void> {
   const log = createLogger(config.logLevel)
   await prepare(config, log)
   const primary = new Primary(config, log)
+  // Bound before any worker starts: a port in use stops start-up in one line, as without workers.
+  await primary.listenMetrics()
   process.once('SIGINT', () => primary.shutdown('SIGINT'))
   process.once('SIGTERM', () => primary.shutdown('SIGTERM'))
   for (let index = 0; index < config.workers; index++) primary.fork(index)
@@ -57,7 +60,9 @@ class Primary {
   private readonly ledger = new LeaseLedger()
   private readonly slots = new Map<number, Slot>()
   private readonly listening = new Map<number, Listening>()
-  private readonly metrics = aggregatedMetrics(() => [...this.slots.values()].map((s) => s.worker))
+  private readonly metrics = aggregatedMetrics(() =>
+    [...this.slots].map(([index, slot]) => [index, slot.worker]),
+  )
   private metricsListener: MetricsListener | undefined
   private closing = false
   private started = false
@@ -69,8 +74,16 @@ class Primary {
     private readonly log: Logger,
   ) {}
 
+  async listenMetrics() {
+    if (this.config.metrics) {
+      this.metricsListener = await listenMetrics(this.metrics, this.config.metrics)
+    }
+  }
+
   fork(index: number, failures = 0) {
     const worker = cluster.fork({ TESSERA_WORKER: String(index) })
+    // Node's own messages to a worker that just died fail with EPIPE: its exit is handled below.
+    worker.on('error', (err) => this.log.warn({ worker: index, err: err.message }, 'worker IPC'))
     this.slots.set(index, { worker, startedAt: Date.now(), failures })
     worker.on('message', (message) => this.received(index, worker, message))
     worker.on('exit', (code, signal) => this.exited(index, worker, code, signal))
@@ -86,20 +99,17 @@ class Primary {
     else if (message.tessera === 'metrics') this.metrics.answered(message)
     else if (message.tessera === 'listening') {
       this.listening.set(index, message.at)
-      if (!this.started && this.listening.size === this.config.workers) {
-        void this.announce(message.at)
+      if (!this.started && !this.closing && this.listening.size === this.config.workers) {
+        this.announce(message.at)
       }
     }
   }
 
   /** Every worker listens: the banner, once. */
-  private async announce(at: Listening) {
+  private announce(at: Listening) {
     this.started = true
-    if (this.config.metrics) {
-      this.metricsListener = await listenMetrics(this.metrics, this.config.metrics)
-    }
-    const url = this.metricsListener?.url
-    process.stdout.write(banner(this.config, { ...at, metricsUrl: url }, this.config.workers))
+    const metricsUrl = this.metricsListener?.url
+    process.stdout.write(banner(this.config, { ...at, metricsUrl }, this.config.workers))
   }
 
   private exited(index: number, worker: Worker, code: number | null, signal: string | null) {
@@ -107,6 +117,7 @@ class Primary {
     if (slot?.worker !== worker) return
     this.slots.delete(index)
     this.listening.delete(index)
+    this.metrics.retired(index)
     if (this.closing) {
       if (this.slots.size === 0) void this.finish()
       return

@@ -1,3 +1,4 @@
+import cluster from 'node:cluster'
 import type { Config } from '../config.js'
 import { start } from '../instance.js'
 import { WorkerRateLimiter } from '../ratelimit/cluster.js'
@@ -15,7 +16,11 @@ const send = (message: WorkerMessage) => {
  * it is signalled itself, or when the primary is gone.
  */
 export async function runWorker(config: Config): Promise<void> {
+  // Set by the primary at fork, beside the environment it passes on (this is a process entry).
   const index = Number(process.env.TESSERA_WORKER ?? 0)
+  // Otherwise node:cluster exits the worker at once when the IPC channel closes (the primary
+  // gone): requests in flight would be cut and the usage counts not written. It drains instead.
+  if (cluster.worker) cluster.worker.exitedAfterDisconnect = true
   const running = await start(config, {
     worker: index,
     metricsListener: false,
@@ -41,7 +46,9 @@ export async function runWorker(config: Config): Promise<void> {
     closing = true
     clearInterval(probes)
     ctx.probedAt = Math.max(ctx.probedAt, probedAt)
-    running.log.info({ worker: index, reason }, 'worker shutting down')
+    // Without its primary the worker is no longer supervised: worth a warning.
+    const level = reason === 'the primary is gone' ? 'warn' : 'info'
+    running.log[level]({ worker: index, reason }, 'worker shutting down')
     running
       .close()
       .then(

@@ -4,10 +4,16 @@ import { RedisRateLimiter } from '../ratelimit/redis.js'
 import { Buckets, PlainHistogram } from './histogram.js'
 import { RequestStats } from './requests.js'
 
+/** Buckets of `tessera_token_change_delay_seconds`: a worker learns of a change in ms. */
+export const changeDelays = () =>
+  new Buckets([0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
+
 /** What the metrics read when scraped, from the context that owns it. */
 export interface MetricSources {
   /** The token-record cache's figures. */
   cache: { readonly hits: number; readonly misses: number; readonly size: number }
+  /** From a token change's write to this process dropping it from its cache (SQLite). */
+  changeDelays?: Buckets
   rateLimiter: RateLimiter
   feedLive(): boolean
   ready(): boolean
@@ -160,6 +166,17 @@ export class Metrics {
         [{ what: 'keys' }, this.usageDropped.keys],
       ],
     )
+    const delays = sources.changeDelays
+    if (delays !== undefined) {
+      new PlainHistogram(
+        {
+          name: 'tessera_token_change_delay_seconds',
+          help: 'From the write of a token change (any process) to this process dropping the token from its cache',
+          registry: this.registry,
+        },
+        () => [[{}, delays]],
+      )
+    }
     new PlainHistogram(
       {
         name: 'tessera_group_commit_batch_size',

@@ -103,9 +103,12 @@ export interface LeaseChannel {
   off?(event: 'message', listener: MessageListener): unknown
 }
 
-/** Beyond this, a take is given up and the worker counts in process. */
-const replyTimeoutMs = 500
-
+/**
+ * Beyond this, a take is given up and the worker counts in process. The primary is on the same
+ * machine and answers in microseconds: a take this late means the worker's own event loop
+ * stalled (a synchronous wait for SQLite's write lock) or the primary is stuck.
+ */
+const replyTimeoutMs = 2_000
 interface Pending {
   resolve: (grant: number) => void
   reject: (err: Error) => void
@@ -135,10 +138,15 @@ class ChannelLeaseCounter implements LeaseCounter {
     const request: LeaseRequest = { tessera: 'lease', id, key, ttl, limit, demand, want }
     return new Promise<number>((resolve, reject) => {
       const timer = setTimeout(() => {
-        // A late reply is dropped: the primary counted a grant no one spends, which can only
-        // refuse early, never let more than the limit pass.
-        this.pending.delete(id)
-        reject(new Error(`the primary did not answer a lease within ${replyTimeoutMs} ms`))
+        // Timers run before the loop reads IPC: after a stall of the worker's own loop, the
+        // reply may be waiting in the pipe. It is read first, and wins (receive clears this).
+        setImmediate(() => {
+          if (this.pending.get(id)?.timer !== timer) return
+          // A reply later still is dropped: the primary counted a grant no one spends, which
+          // can only refuse early, never let more than the limit pass.
+          this.pending.delete(id)
+          reject(new Error(`the primary did not answer a lease within ${replyTimeoutMs} ms`))
+        })
       }, replyTimeoutMs)
       timer.unref()
       this.pending.set(id, { resolve, reject, timer })

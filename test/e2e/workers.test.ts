@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
+import { type AddressInfo, createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
@@ -56,6 +57,17 @@ const shared = () => {
   return sharedOne
 }
 
+/** `tessera_token_change_delay_seconds` of every worker added up, from METRICS_PORT. */
+async function changeDelays(server: Started) {
+  const url = /Prometheus metrics: (\S+)/.exec(server.output())?.[1] ?? ''
+  const text = await (await fetch(url)).text()
+  const value = (pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? Number.NaN)
+  return {
+    count: value(/^tessera_token_change_delay_seconds_count (\d+)$/m),
+    within10ms: value(/^tessera_token_change_delay_seconds_bucket\{le="0\.01"\} (\d+)$/m),
+  }
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 describe('WORKERS=2 on SQLite', () => {
@@ -69,7 +81,7 @@ describe('WORKERS=2 on SQLite', () => {
       'tokens:read,tokens:write,styles:read',
     )
     const [a, b] = await pair(server)
-    const latencies: number[] = []
+    const before = await changeDelays(server)
     for (let i = 0; i < 200; i++) {
       const made = await a.send('POST', `/tokens/v2/acme?access_token=${sk.token}`, {
         scopes: ['styles:read'],
@@ -83,18 +95,22 @@ describe('WORKERS=2 on SQLite', () => {
       const [by, other] = i % 2 === 0 ? [a, b] : [b, a]
       const removed = await by.send('DELETE', `/tokens/v2/acme/${id}?access_token=${sk.token}`)
       expect(removed.status).toBe(204)
+      expect(code(await by.send('GET', `/tokens/v2?access_token=${token}`))).toBe('TokenRevoked')
       const revokedAt = performance.now()
       let answer = await other.send('GET', `/tokens/v2?access_token=${token}`)
       while (code(answer) === 'TokenValid' && performance.now() - revokedAt < 2_000) {
         answer = await other.send('GET', `/tokens/v2?access_token=${token}`)
       }
-      latencies.push(performance.now() - revokedAt)
       expect(code(answer)).toBe('TokenRevoked')
-      expect(code(await by.send('GET', `/tokens/v2?access_token=${token}`))).toBe('TokenRevoked')
     }
-    latencies.sort((x, y) => x - y)
-    const [p50, p99] = [latencies[99] ?? 0, latencies[197] ?? Number.POSITIVE_INFINITY]
-    expect(p99, `p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms`).toBeLessThan(10)
+    // Each worker's own measure, from the change's write to the token leaving its cache (a
+    // client's round trips, slow on a loaded machine, are not part of it): 200 deletions seen
+    // by 2 workers, of which at most 1% later than 10 ms.
+    const after = await changeDelays(server)
+    const seen = after.count - before.count
+    const late = seen - (after.within10ms - before.within10ms)
+    expect(seen).toBe(400)
+    expect(late, `${late} of ${seen} later than 10 ms`).toBeLessThanOrEqual(4)
   })
 
   it('refuses a token the CLI rolled on every worker, without waiting for the poll', async () => {
@@ -258,5 +274,27 @@ describe('WORKERS=2 on SQLite', () => {
     const { count, text } = await valid()
     expect(count - before.count).toBe(5)
     expect(text).toContain('tessera_database_ready 2')
+  })
+
+  it('drains the workers when the primary is killed: no worker is left serving', async () => {
+    const { server } = await startWorkers()
+    const pids = [...workerPids(server).values()]
+    server.child.kill('SIGKILL')
+    const deadline = Date.now() + 15_000
+    while (pids.some(alive) && Date.now() < deadline) await sleep(100)
+    expect(pids.map(alive)).toEqual([false, false])
+    expect(server.output().match(/"reason":"the primary is gone"/g)).toHaveLength(2)
+  })
+
+  it('stops in one line when METRICS_PORT is in use, before any worker starts', async () => {
+    const taken = createServer()
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
+    const { port } = taken.address() as AddressInfo
+    const failed = await startWorkers({ METRICS_PORT: String(port) }).catch((err: Error) => err)
+    taken.close()
+    expect(failed).toBeInstanceOf(Error)
+    expect((failed as Error).message).toBe(
+      `server exited:\ntessera: METRICS_PORT ${port} is already in use on 127.0.0.1\n`,
+    )
   })
 })
