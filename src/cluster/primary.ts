@@ -137,7 +137,8 @@ class Primary {
       { worker: index, code, signal, restartInMs: pause },
       'worker exited: starting another',
     )
-    setTimeout(() => this.closing || this.fork(index, failures), pause)
+    // Not kept: a shutdown during the pause does not wait for it.
+    setTimeout(() => this.closing || this.fork(index, failures), pause).unref()
   }
 
   private async finish() {

@@ -1,4 +1,4 @@
-import { watch } from 'node:fs'
+import { type FSWatcher, watch } from 'node:fs'
 import path from 'node:path'
 import { sql } from 'kysely'
 import pg from 'pg'
@@ -34,6 +34,8 @@ const pollMs = 500
 const keepMs = 3_600_000
 /** A commit seen on the WAL is read at once and again after these pauses (see `watchWal`). */
 const followUpsMs = [1, 2, 7, 40]
+/** A watch that failed is tried again after this long (the poll reads meanwhile). */
+const watchRetryMs = 5_000
 
 /**
  * SQLite: the server owns the data, but its workers (WORKERS) and the CLI (`tessera token
@@ -136,7 +138,7 @@ function serialised(read: () => Promise<void>, failed: (err: unknown) => void): 
  * 1, 3, 10 and 50 ms after the last write seen (a few indexed reads per burst of commits).
  * What this cannot see (a file system without notifications) the poll still reads.
  */
-function watchWal(file: string, read: () => void, log: Logger): { close(): void } | undefined {
+function watchWal(file: string, read: () => void, log: Logger): { close(): void } {
   const wal = `${path.basename(file)}-wal`
   let followUp: NodeJS.Timeout | undefined
   const follow = (step: number) => {
@@ -153,23 +155,37 @@ function watchWal(file: string, read: () => void, log: Logger): { close(): void 
     clearTimeout(followUp)
     follow(0)
   }
-  try {
-    const watcher = watch(path.dirname(file), { persistent: false }, (_event, name) => {
-      if (name === wal) committed()
-    })
-    watcher.on('error', (err) => {
-      log.warn({ err: err.message }, 'watching the database for commits failed: polling only')
-      watcher.close()
-    })
-    return {
-      close() {
-        clearTimeout(followUp)
-        watcher.close()
-      },
+  let watcher: FSWatcher | undefined
+  let retry: NodeJS.Timeout | undefined
+  let closed = false
+  const start = () => {
+    if (closed) return
+    try {
+      const w = watch(path.dirname(file), { persistent: false }, (_event, name) => {
+        if (name === wal) committed()
+      })
+      w.on('error', (err) => {
+        log.warn({ err: err.message }, 'watching the database for commits failed: polling only')
+        w.close()
+        retry = setTimeout(start, watchRetryMs).unref()
+      })
+      watcher = w
+    } catch (err) {
+      // Out of inotify instances (fs.inotify.max_user_instances), say.
+      log.warn(
+        { err: (err as Error).message },
+        'cannot watch the database for commits: polling only',
+      )
     }
-  } catch (err) {
-    log.warn({ err: (err as Error).message }, 'cannot watch the database for commits: polling only')
-    return undefined
+  }
+  start()
+  return {
+    close() {
+      closed = true
+      clearTimeout(followUp)
+      clearTimeout(retry)
+      watcher?.close()
+    },
   }
 }
 
