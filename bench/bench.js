@@ -4,7 +4,9 @@
 // same rounds (--scale and the verifier alone then run on PostgreSQL only); BENCH_METRICS=1 turns on
 // the Prometheus listener (METRICS_PORT); BENCH_ONLY=<text> keeps the scenarios naming it
 // (BENCH_ONLY=verifier: the verifier scenario alone, see bench/verifier.js); BENCH_EACH=1 prints
-// every run (req/s, CPU µs a request, ratio) as it ends.
+// every run (req/s, CPU µs a request, ratio) as it ends. `--workers N` (BENCH_WORKERS=N), with
+// `--plain` (BENCH_PLAIN=1) for plain HTTP behind a proxy: WORKERS=N against one process and
+// the floor in as many processes, see bench/workers.js.
 import { execFile, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -17,8 +19,17 @@ import { benchVerifier } from './verifier.js'
 
 const root = path.resolve(import.meta.dirname, '..')
 const scale = process.argv.includes('--scale')
+/** `--workers N` or `--workers=N`; 0 without. */
+const workers = (() => {
+  const at = process.argv.findIndex((a) => a === '--workers' || a.startsWith('--workers='))
+  const value =
+    at < 0 ? process.env.BENCH_WORKERS : (process.argv[at].split('=')[1] ?? process.argv[at + 1])
+  if (at < 0 && (value === undefined || value === '')) return 0
+  return Number(value ?? Number.NaN)
+})()
+const plain = process.argv.includes('--plain') || process.env.BENCH_PLAIN === '1'
 const seconds = Number(process.env.BENCH_SECONDS ?? 4)
-const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
+const rounds = Number(process.env.BENCH_ROUNDS ?? (workers ? 5 : 3))
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 10)
 const metricsOn = process.env.BENCH_METRICS === '1'
 const only = process.env.BENCH_ONLY
@@ -546,7 +557,17 @@ async function scaleReport({ base, pages, small, service, pk, env }) {
   })
 }
 
-main().catch((err) => {
+/** `--workers N`: the comparison of bench/workers.js, with this file's helpers. */
+async function mainWorkers() {
+  if (!Number.isInteger(workers) || workers < 2)
+    throw new Error(`--workers N (BENCH_WORKERS, also for --plain): N of 2 or more, not ${workers}`)
+  const { benchWorkers } = await import('./workers.js')
+  const o = { workers, plain, rounds, seconds, connections, each, only, root }
+  await benchWorkers({ ...o, start, save, serviceEnv })
+}
+
+const run = workers !== 0 || plain ? mainWorkers : main
+run().catch((err) => {
   process.stderr.write(`bench: ${err.stack}\n`)
   process.exitCode = 1
 })

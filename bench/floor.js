@@ -1,39 +1,84 @@
 // The floor: a bare Fastify HTTPS server with one route answering a JSON body of a requested
 // size. What the framework itself costs to answer a request; Tessera is measured against it.
-// With a fourth argument `headers`, it also sends the five headers the contract requires on
-// every response (CORS 2, rate limit 3), to measure what they cost on their own.
+// Arguments: cert file, key file, port, then any of these flags:
+// - `headers`: also send the five headers the contract requires on every response (CORS 2,
+//   rate limit 3), to measure what they cost on their own;
+// - `plain`: plain HTTP (the cert and key are then ignored, pass `-`), as Tessera behind a
+//   TLS-terminating proxy (TRUST_PROXY) serves;
+// - `workers=N`: N worker processes (node:cluster) sharing the socket, handed connections
+//   round-robin by the primary, as `tessera serve --workers N` does; `floor ready <port>` is
+//   printed once all of them listen.
+import cluster from 'node:cluster'
 import { readFileSync } from 'node:fs'
 import Fastify from 'fastify'
 
-const [certFile, keyFile, port, mode] = process.argv.slice(2)
-const app = Fastify({ https: { cert: readFileSync(certFile), key: readFileSync(keyFile) } })
-const bodies = new Map()
-const cors = {
-  'access-control-allow-origin': '*',
-  'access-control-expose-headers':
-    'Link, X-Rate-Limit-Interval, X-Rate-Limit-Limit, X-Rate-Limit-Reset, Retry-After',
+const [certFile, keyFile, port, ...flags] = process.argv.slice(2)
+const headers = flags.includes('headers')
+const plain = flags.includes('plain')
+const workers = Number(flags.find((f) => f.startsWith('workers='))?.slice('workers='.length) ?? 0)
+
+if (workers > 0 && cluster.isPrimary) await supervise()
+else await serve()
+
+/** The primary: forks the workers and reports the port once every one of them listens. */
+async function supervise() {
+  // Round-robin is Node's default on Linux; set it so that the floor matches Tessera's primary
+  // on every platform.
+  cluster.schedulingPolicy = cluster.SCHED_RR
+  const listening = []
+  for (let i = 0; i < workers; i++) {
+    const worker = cluster.fork()
+    listening.push(
+      new Promise((resolve, reject) => {
+        worker.once('listening', (address) => resolve(address.port))
+        worker.once('exit', (code) => reject(new Error(`floor worker exited with ${code}`)))
+      }),
+    )
+  }
+  // Every worker gets the same port from listen(0) in a cluster.
+  const [first] = await Promise.all(listening)
+  // The workers go with the primary (a worker whose primary is gone leaves on its own too).
+  const stop = () => {
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM')
+    process.exit(0)
+  }
+  process.once('SIGTERM', stop)
+  process.once('SIGINT', stop)
+  process.stdout.write(`floor ready ${first}\n`)
 }
 
-app.get('/floor/:size', async (request, reply) => {
-  const size = Number(request.params.size)
-  let body = bodies.get(size)
-  if (body === undefined) {
-    // {"pad":"xxx…"} is 10 bytes of framing around the padding.
-    body = { pad: 'x'.repeat(Math.max(0, size - 10)) }
-    bodies.set(size, body)
+async function serve() {
+  const app = Fastify(
+    plain ? {} : { https: { cert: readFileSync(certFile), key: readFileSync(keyFile) } },
+  )
+  const bodies = new Map()
+  const cors = {
+    'access-control-allow-origin': '*',
+    'access-control-expose-headers':
+      'Link, X-Rate-Limit-Interval, X-Rate-Limit-Limit, X-Rate-Limit-Reset, Retry-After',
   }
-  if (mode === 'headers') {
-    reply.headers(cors)
-    reply.headers({
-      'x-rate-limit-interval': '60',
-      'x-rate-limit-limit': '1000000000',
-      'x-rate-limit-reset': String(Math.floor(Date.now() / 60_000) * 60 + 60),
-    })
-  }
-  return body
-})
 
-// A signal ends the process normally, so that a profiler wrapping it writes its output.
-process.once('SIGINT', () => app.close().then(() => process.exit(0)))
-await app.listen({ host: '127.0.0.1', port: Number(port) })
-process.stdout.write(`floor ready ${app.server.address().port}\n`)
+  app.get('/floor/:size', async (request, reply) => {
+    const size = Number(request.params.size)
+    let body = bodies.get(size)
+    if (body === undefined) {
+      // {"pad":"xxx…"} is 10 bytes of framing around the padding.
+      body = { pad: 'x'.repeat(Math.max(0, size - 10)) }
+      bodies.set(size, body)
+    }
+    if (headers) {
+      reply.headers(cors)
+      reply.headers({
+        'x-rate-limit-interval': '60',
+        'x-rate-limit-limit': '1000000000',
+        'x-rate-limit-reset': String(Math.floor(Date.now() / 60_000) * 60 + 60),
+      })
+    }
+    return body
+  })
+
+  // A signal ends the process normally, so that a profiler wrapping it writes its output.
+  if (cluster.isPrimary) process.once('SIGINT', () => app.close().then(() => process.exit(0)))
+  await app.listen({ host: '127.0.0.1', port: Number(port) })
+  if (cluster.isPrimary) process.stdout.write(`floor ready ${app.server.address().port}\n`)
+}

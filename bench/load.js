@@ -1,6 +1,6 @@
 // Load generation: wrk when installed (lighter on a small machine), else autocannon from npm.
 import { execFileSync, spawn } from 'node:child_process'
-import { writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -16,6 +16,19 @@ export const generator = (() => {
   }
   return 'wrk'
 })()
+
+/**
+ * CPU time of this process's children that have ended and been reaped, in microseconds (Linux):
+ * across one load, the generator's own CPU time, as nothing else of the bench ends meanwhile.
+ */
+const reapedCpuUs = () => {
+  try {
+    const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ')
+    return ((Number(fields[13]) + Number(fields[14])) * 1e6) / 100
+  } catch {
+    return Number.NaN
+  }
+}
 
 const run = (cmd, args) =>
   new Promise((resolve, reject) => {
@@ -34,10 +47,20 @@ const run = (cmd, args) =>
 
 const toMs = (value, unit) => Number(value) * { us: 0.001, ms: 1, s: 1000 }[unit]
 
-/** Loads `url` for `seconds` over `connections` keep-alive connections: {rps, p50, p99} (ms). */
-export async function load({ url, method = 'GET', body, connections, seconds }) {
+/**
+ * Loads `url` for `seconds` over `connections` keep-alive connections, with `headers` ({name:
+ * value}) on every request: {rps, p50, p99 (ms), non2xx, requests, generatorCpuUs}.
+ */
+export async function load({ url, method = 'GET', body, headers = {}, connections, seconds }) {
+  const before = reapedCpuUs()
+  const result = await loadWith({ url, method, body, headers, connections, seconds })
+  return { ...result, generatorCpuUs: reapedCpuUs() - before }
+}
+
+async function loadWith({ url, method, body, headers, connections, seconds }) {
   if (generator === 'wrk') {
     const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency']
+    for (const [name, value] of Object.entries(headers)) args.push('-H', `${name}: ${value}`)
     if (method !== 'GET') {
       const script = path.join(tmpdir(), `tessera-bench-${process.pid}.lua`)
       writeFileSync(
@@ -58,6 +81,7 @@ export async function load({ url, method = 'GET', body, connections, seconds }) 
   }
   const args = [require.resolve('autocannon/autocannon.js'), '-j', '-c', connections, '-d', seconds]
   if (method !== 'GET') args.push('-m', method, '-H', 'content-type=application/json', '-b', body)
+  for (const [name, value] of Object.entries(headers)) args.push('-H', `${name}=${value}`)
   const out = await run(process.execPath, [...args, url])
   const result = JSON.parse(out.slice(out.indexOf('{')))
   return {
