@@ -49,5 +49,7 @@ if (entry !== undefined && realpathSync(entry) === fileURLToPath(import.meta.url
   } catch (err) {
     process.stderr.write(`tessera: ${describeFailure(err) ?? (err as Error).stack}\n`)
     process.exitCode = 1
+    // A worker's IPC channel would keep it alive: its primary learns of the failure by its exit.
+    if (cluster.isWorker) process.exit(1)
   }
 }

@@ -297,4 +297,24 @@ describe('WORKERS=2 on SQLite', () => {
       `server exited:\ntessera: METRICS_PORT ${port} is already in use on 127.0.0.1\n`,
     )
   })
+
+  it('stops with exit status 1 when the workers cannot listen: the port in use', async () => {
+    const taken = createServer()
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
+    const { port } = taken.address() as AddressInfo
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'tessera-workers-'))
+    dirs.push(dataDir)
+    const env = { DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', WORKERS: '2' }
+    const failed = await run(process.execPath, [path.join(root, 'dist/src/server.js')], {
+      env: childEnv({ ...env, LOG_LEVEL: 'warn' }),
+      cwd: dataDir,
+      timeout: 30_000,
+    }).catch((err: { code: number; stdout: string; stderr: string }) => err)
+    taken.close()
+    expect(failed).toMatchObject({ code: 1 })
+    const { stdout, stderr } = failed as { stdout: string; stderr: string }
+    expect(stderr).toContain(`tessera: PORT ${port} is already in use on 127.0.0.1\n`)
+    expect(stdout).toContain('"msg":"a worker failed to start: stopping"')
+    expect(stdout).not.toContain('Tessera is listening')
+  })
 })
