@@ -29,8 +29,10 @@ const workers = (() => {
 })()
 const plain = process.argv.includes('--plain') || process.env.BENCH_PLAIN === '1'
 const seconds = Number(process.env.BENCH_SECONDS ?? 4)
-const rounds = Number(process.env.BENCH_ROUNDS ?? (workers ? 5 : 3))
-const connections = Number(process.env.BENCH_CONNECTIONS ?? 10)
+const rounds = Number(process.env.BENCH_ROUNDS ?? (workers ? 9 : 3))
+// With workers, enough connections to keep every worker busy: at 10, two workers on this 2-core
+// machine wait on the generator's round trips (docs/performance.md, "Workers: measured throughput").
+const connections = Number(process.env.BENCH_CONNECTIONS ?? (workers ? 64 : 10))
 const metricsOn = process.env.BENCH_METRICS === '1'
 const only = process.env.BENCH_ONLY
 const each = process.env.BENCH_EACH === '1'
