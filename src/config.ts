@@ -51,6 +51,8 @@ export interface Config {
   mail?: MailConfig
   /** Processes serving the port (WORKERS): above 1, a primary supervises that many workers. */
   workers: number
+  /** WORKER_TIMEOUT_SECONDS: a worker silent this long (no answer to the primary's ping) is killed. */
+  workerTimeoutMs: number
 }
 
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
@@ -131,5 +133,7 @@ export function toConfig(env: Env): Config {
     usage: usageConfig(env),
     mail: mailConfig(env, http.publicUrl),
     workers: workersConfig(env.WORKERS),
+    workerTimeoutMs:
+      integer('WORKER_TIMEOUT_SECONDS', env.WORKER_TIMEOUT_SECONDS, 30, 1, 3600) * 1000,
   }
 }

@@ -11,12 +11,16 @@ export type WorkerMessage =
   | { tessera: 'probed'; at: number }
   /** The worker's metrics (prom-client's JSON), for the primary's METRICS_PORT. */
   | { tessera: 'metrics'; id: number; json: unknown[] }
+  /** The answer to a ping: this worker's event loop turns. */
+  | { tessera: 'pong' }
 
 export type PrimaryMessage =
   /** Shut down as one instance does (SIGTERM); `probedAt`: the last probe any worker saw. */
   | { tessera: 'drain'; probedAt: number }
   /** Send your metrics. */
   | { tessera: 'metrics'; id: number }
+  /** Are you there? (see WORKER_TIMEOUT_SECONDS) */
+  | { tessera: 'ping' }
 
 /** A message of this protocol (IPC also carries Node's own `NODE_*` messages). */
 export function isMessage<T extends { tessera: string }>(message: unknown): message is T {

@@ -36,7 +36,13 @@ interface Slot {
   startedAt: number
   /** Consecutive short lives: the pause before the next start doubles with each. */
   failures: number
+  /** When the worker last said anything (a ping's answer, a lease, …). */
+  heardAt: number
+  /** Killed for not answering: its exit replaces it. */
+  hung?: true
 }
+
+const ping: PrimaryMessage = { tessera: 'ping' }
 
 /**
  * The primary of `WORKERS=N`: prepares once, forks N workers sharing the port (node:cluster,
@@ -54,6 +60,7 @@ export async function runPrimary(config: Config): Promise<void> {
   process.once('SIGINT', () => primary.shutdown('SIGINT'))
   process.once('SIGTERM', () => primary.shutdown('SIGTERM'))
   for (let index = 0; index < config.workers; index++) primary.fork(index)
+  primary.watch()
 }
 
 class Primary {
@@ -64,6 +71,7 @@ class Primary {
     [...this.slots].map(([index, slot]) => [index, slot.worker]),
   )
   private metricsListener: MetricsListener | undefined
+  private watchdog: NodeJS.Timeout | undefined
   private closing = false
   private started = false
   /** The last time any worker's /readyz was asked. */
@@ -84,12 +92,15 @@ class Primary {
     const worker = cluster.fork({ TESSERA_WORKER: String(index) })
     // Node's own messages to a worker that just died fail with EPIPE: its exit is handled below.
     worker.on('error', (err) => this.log.warn({ worker: index, err: err.message }, 'worker IPC'))
-    this.slots.set(index, { worker, startedAt: Date.now(), failures })
+    const now = Date.now()
+    this.slots.set(index, { worker, startedAt: now, failures, heardAt: now })
     worker.on('message', (message) => this.received(index, worker, message))
     worker.on('exit', (code, signal) => this.exited(index, worker, code, signal))
   }
 
   private received(index: number, worker: Worker, message: unknown) {
+    const slot = this.slots.get(index)
+    if (slot?.worker === worker) slot.heardAt = Date.now()
     if (isLeaseRequest(message)) {
       tell(worker, { tessera: 'lease', id: message.id, grant: this.ledger.answer(message) })
       return
@@ -103,6 +114,40 @@ class Primary {
         this.announce(message.at)
       }
     }
+  }
+
+  /**
+   * Pings every listening worker and kills one that has said nothing for WORKER_TIMEOUT_SECONDS:
+   * a worker whose event loop is stuck (an endless loop, a stopped process) still holds its
+   * share of the connections, and only its exit hands them to a replacement.
+   */
+  watch() {
+    const timeout = this.config.workerTimeoutMs
+    const every = Math.min(5_000, Math.ceil(timeout / 3))
+    let last = Date.now()
+    this.watchdog = setInterval(() => {
+      const now = Date.now()
+      // The primary itself was held up (a stopped process, a loaded machine): the answers wait
+      // unread in the pipes, since timers run before IPC is read. Silence counts from now.
+      const late = now - last > 2 * every
+      last = now
+      for (const [index, slot] of this.slots) {
+        if (late) slot.heardAt = now
+        if (!this.listening.has(index) || slot.hung) continue
+        if (now - slot.heardAt <= timeout) {
+          tell(slot.worker, ping)
+          continue
+        }
+        slot.hung = true
+        const { pid } = slot.worker.process
+        this.log.error(
+          { worker: index, pid, silentMs: now - slot.heardAt },
+          'worker not answering: killing it',
+        )
+        slot.worker.process.kill('SIGKILL')
+      }
+    }, every)
+    this.watchdog.unref()
   }
 
   /** Every worker listens: the banner, once. */
@@ -149,6 +194,7 @@ class Primary {
   shutdown(signal?: string) {
     if (this.closing) return
     this.closing = true
+    clearInterval(this.watchdog)
     if (signal) this.log.info({ signal, workers: this.slots.size }, 'shutting down')
     const drain: PrimaryMessage = { tessera: 'drain', probedAt: this.probedAt }
     for (const [index, { worker }] of this.slots) {

@@ -66,6 +66,7 @@ export async function runWorker(config: Config): Promise<void> {
   process.on('message', (message) => {
     if (!isMessage<PrimaryMessage>(message)) return
     if (message.tessera === 'drain') close('drain', message.probedAt)
+    else if (message.tessera === 'ping') send({ tessera: 'pong' })
     else if (message.tessera === 'metrics') {
       void ctx.metrics.registry.getMetricsAsJSON().then((json) => {
         send({ tessera: 'metrics', id: message.id, json })

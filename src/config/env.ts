@@ -44,6 +44,7 @@ const names = [
   'SMTP_URL',
   'MAIL_FROM',
   'WORKERS',
+  'WORKER_TIMEOUT_SECONDS',
 ] as const
 
 /** Every environment variable Tessera reads, as given. Nothing below context.ts reads process.env. */

@@ -316,6 +316,18 @@ const cases: Case[] = [
     env: () => ({ SHED_DELAY_MS: '-1' }),
     line: /^SHED_DELAY_MS must be an integer between 0 and 60000, got "-1"$/,
   },
+  {
+    what: 'WORKERS',
+    env: () => ({ WORKERS: '0' }),
+    line: /^WORKERS must be auto or an integer between 1 and 256, got "0"$/,
+    entries: listening,
+  },
+  {
+    what: 'WORKER_TIMEOUT_SECONDS',
+    env: () => ({ WORKERS: '2', WORKER_TIMEOUT_SECONDS: '0' }),
+    line: /^WORKER_TIMEOUT_SECONDS must be an integer between 1 and 3600, got "0"$/,
+    entries: ['server'],
+  },
 ]
 
 const runs = cases.flatMap((c) =>
