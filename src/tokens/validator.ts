@@ -202,8 +202,11 @@ export class TokenValidator {
         meterKey: `${username} ${id}`,
       }
       if (allowedIps != null) principal.allowedIps = ipMatcher(allowedIps)
-      // A temporary token it makes ends no later than it does (expiresAfterAuthorizer).
-      if (record.expiresAt != null) principal.exp = Math.floor(record.expiresAt / 1000)
+      // A temporary token it makes ends no later than it does (expiresAfterAuthorizer): its end
+      // of life, or, rolled, the end of its grace (a tk is never looked up, so nothing else
+      // would end one made in the grace).
+      const end = Math.min(record.expiresAt ?? Infinity, record.retiresAt ?? Infinity)
+      if (end !== Infinity) principal.exp = Math.floor(end / 1000)
       if (record.retiresAt !== undefined) principal.retiring = true
       this.principals.set(record, principal)
     }

@@ -312,6 +312,29 @@ describe('rolling a token (POST /tokens/v2/{username}/{token_id}/roll)', () => {
     expect(await retrieve(h, w2.token)).toBe('TokenValid')
   })
 
+  it('ends a temporary token made by the retiring string no later than its grace', async () => {
+    const w = await h.token('alice', [...all, 'styles:read'])
+    await roll(w.id, { expires: new Date(T0 + 10 * 60_000).toISOString() })
+    const mint = (minutes: number) =>
+      call(h.app, 'POST', '/tokens/v2/alice', w.token, {
+        expires: new Date(T0 + minutes * 60_000).toISOString(),
+        scopes: ['styles:read'],
+      })
+    // A tk is never looked up: one outliving the grace would keep the rolled string's access.
+    const late = await mint(30)
+    expect([late.status, late.body]).toEqual([
+      422,
+      { message: 'expires may not be greater than the expiration of the authorizing token' },
+    ])
+    const atEnd = await mint(10)
+    expect(atEnd.status).toBe(200)
+    h.clock.now = T0 + 10 * 60_000 - 1000
+    expect(await retrieve(h, atEnd.body.token)).toBe('TokenValid')
+    h.clock.now = T0 + 10 * 60_000
+    expect(await retrieve(h, atEnd.body.token)).toBe('TokenExpired')
+    expect(await retrieve(h, w.token)).toBe('TokenRevoked')
+  })
+
   it('lets exactly one of two concurrent rolls of a token succeed', async () => {
     const graced = await h.token('alice', ['styles:read'], { note: 'graced' })
     const expires = new Date(T0 + hour).toISOString()
