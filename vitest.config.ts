@@ -11,6 +11,9 @@ const perDialect = [
   'test/e2e/slow-clients.test.ts',
   'test/mail/mail.test.ts',
 ]
+// Files that measure time (a revocation reaching every worker within 10 ms): run after every
+// other file, alone, so that a browser or a server of another file does not take their cores.
+const timed = ['test/e2e/workers.test.ts', 'test/e2e/workers-watchdog.test.ts']
 
 export default defineConfig({
   test: {
@@ -29,8 +32,19 @@ export default defineConfig({
           name: 'sqlite',
           include: ['test/**/*.test.ts', 'packages/*/test/**/*.test.ts'],
           // test/container: the image and the compose fleet, `npm run test:container` (podman).
-          exclude: ['test/scale/**', 'test/container/**', 'test/browser/**'],
+          exclude: ['test/scale/**', 'test/container/**', 'test/browser/**', ...timed],
           env: { TEST_DIALECT: 'sqlite' },
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        extends: true as const,
+        test: {
+          name: 'timed',
+          include: timed,
+          env: { TEST_DIALECT: 'sqlite' },
+          fileParallelism: false,
+          sequence: { groupOrder: 1 },
         },
       },
       {
@@ -42,6 +56,7 @@ export default defineConfig({
           include: ['test/browser/**/*.test.ts'],
           env: { TEST_DIALECT: 'sqlite' },
           fileParallelism: false,
+          sequence: { groupOrder: 0 },
         },
       },
       ...(postgres
@@ -52,6 +67,7 @@ export default defineConfig({
                 name: 'postgres',
                 include: [...perDialect, 'test/scale/**/*.test.ts'],
                 env: { TEST_DIALECT: 'postgres' },
+                sequence: { groupOrder: 0 },
               },
             },
           ]

@@ -81,16 +81,18 @@ report="$work/vitest-report.json"
 #   runtime, node:crypto (HMAC, scrypt, AES-GCM), better-sqlite3 built for this ABI. Not again
 #   on PostgreSQL: pg is plain JavaScript and the SQL is the database's, the same on every Node.
 # - test/e2e: the real server and CLI as processes (TLS, signals, sockets, child processes),
-#   except config.test.ts (130 start-ups checking our own messages) and pack.test.ts (npm's
-#   global install; the native build it needs is the npm ci above).
+#   except config.test.ts (130 start-ups checking our own messages), pack.test.ts (npm's
+#   global install; the native build it needs is the npm ci above) and workers-watchdog.test.ts
+#   (our own timer logic, waiting 10 s for it; signals and IPC are in workers.test.ts).
 # - test/browser: the pages whose server side leans on the runtime: passkeys (WebAuthn crypto),
 #   two-step (TOTP), single sign-on (openid-client: fetch and JOSE), and the whole journey.
 # - The verifier package: it runs inside platforms' own processes, on their Node.
 # - test/mail's delivery and transport: nodemailer speaks SMTP over node:net and node:tls (not
 #   its config and message texts, which are our own).
-npx vitest run --project sqlite --project browser test/http test/mail/mail.test.ts \
+npx vitest run --project sqlite --project browser --project timed test/http test/mail/mail.test.ts \
   test/mail/transport.test.ts \
-  $(find test/e2e -name '*.test.ts' ! -name config.test.ts ! -name pack.test.ts | sort) \
+  $(find test/e2e -name '*.test.ts' ! -name config.test.ts ! -name pack.test.ts \
+    ! -name workers-watchdog.test.ts | sort) \
   test/browser/passkeys.test.ts test/browser/two-step.test.ts test/browser/sso.test.ts \
   test/browser/journey.test.ts packages/verifier/test \
   --reporter=default --reporter=json --outputFile.json="$report" || status=$?

@@ -51,7 +51,10 @@ export interface Config {
   mail?: MailConfig
   /** Processes serving the port (WORKERS): above 1, a primary supervises that many workers. */
   workers: number
-  /** WORKER_TIMEOUT_SECONDS: a worker silent this long (no answer to the primary's ping) is killed. */
+  /**
+   * WORKER_TIMEOUT_SECONDS: a worker silent this long (no answer to the primary's ping) is killed.
+   * At least 10 s: a healthy worker may wait up to 5 s for SQLite's write lock (busy_timeout).
+   */
   workerTimeoutMs: number
 }
 
@@ -134,6 +137,6 @@ export function toConfig(env: Env): Config {
     mail: mailConfig(env, http.publicUrl),
     workers: workersConfig(env.WORKERS),
     workerTimeoutMs:
-      integer('WORKER_TIMEOUT_SECONDS', env.WORKER_TIMEOUT_SECONDS, 30, 1, 3600) * 1000,
+      integer('WORKER_TIMEOUT_SECONDS', env.WORKER_TIMEOUT_SECONDS, 30, 10, 3600) * 1000,
   }
 }

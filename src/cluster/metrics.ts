@@ -14,7 +14,8 @@ const answerMs = 2_000
  *
  * Counters must never go down, or Prometheus reads a reset and `rate()` invents traffic: a
  * worker that does not answer in time is counted with its last answer, and the counters of a
- * worker that ended (replaced, or killed) stay in the sum from its last answer on.
+ * worker that ended (replaced, or killed) stay in the sum from its last answer on. Scrapes that
+ * arrive while one is being gathered share its answer: a burst of them asks each worker once.
  */
 export function aggregatedMetrics(workers: () => [number, Worker][]) {
   let next = 0
@@ -36,19 +37,31 @@ export function aggregatedMetrics(workers: () => [number, Worker][]) {
       })
       worker.send({ tessera: 'metrics', id }, undefined, () => {})
     })
+  const gather = async (): Promise<string> => {
+    const answers = await Promise.all(
+      workers().map(async ([index, worker]) => {
+        const json = await ask(worker)
+        if (json !== undefined) last.set(index, json)
+        return json ?? last.get(index)
+      }),
+    )
+    if (ended.length > 1) {
+      // Ended workers' counters are merged into one, keeping any that ended meanwhile.
+      const merging = ended
+      const merged = await AggregatorRegistry.aggregate(merging).getMetricsAsJSON()
+      ended = [merged, ...ended.slice(merging.length)]
+    }
+    const found = answers.filter((a): a is WorkerMetrics => a !== undefined)
+    return AggregatorRegistry.aggregate([...found, ...ended]).metrics()
+  }
+  let gathering: Promise<string> | undefined
   return {
     contentType: AggregatorRegistry.PROMETHEUS_CONTENT_TYPE,
-    async metrics(): Promise<string> {
-      const answers = await Promise.all(
-        workers().map(async ([index, worker]) => {
-          const json = await ask(worker)
-          if (json !== undefined) last.set(index, json)
-          return json ?? last.get(index)
-        }),
-      )
-      if (ended.length > 1) ended = [await AggregatorRegistry.aggregate(ended).getMetricsAsJSON()]
-      const found = answers.filter((a): a is WorkerMetrics => a !== undefined)
-      return AggregatorRegistry.aggregate([...found, ...ended]).metrics()
+    metrics(): Promise<string> {
+      gathering ??= gather().finally(() => {
+        gathering = undefined
+      })
+      return gathering
     },
     /** A worker's answer. */
     answered(message: { id: number; json: unknown[] }) {

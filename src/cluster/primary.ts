@@ -131,6 +131,8 @@ class Primary {
       // unread in the pipes, since timers run before IPC is read. Silence counts from now.
       const late = now - last > 2 * every
       last = now
+      // Before all listen, an exit stops the whole (see `exited`): only a started whole is watched.
+      if (!this.started) return
       for (const [index, slot] of this.slots) {
         if (late) slot.heardAt = now
         if (!this.listening.has(index) || slot.hung) continue
@@ -139,9 +141,9 @@ class Primary {
           continue
         }
         slot.hung = true
-        const { pid } = slot.worker.process
+        const workerPid = slot.worker.process.pid
         this.log.error(
-          { worker: index, pid, silentMs: now - slot.heardAt },
+          { worker: index, workerPid, silentMs: now - slot.heardAt },
           'worker not answering: killing it',
         )
         slot.worker.process.kill('SIGKILL')

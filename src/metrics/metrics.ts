@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client'
+import { WorkerRateLimiter } from '../ratelimit/cluster.js'
 import type { RateLimiter } from '../ratelimit/limiter.js'
 import { RedisRateLimiter } from '../ratelimit/redis.js'
 import { Buckets, PlainHistogram } from './histogram.js'
@@ -88,7 +89,7 @@ export class Metrics {
     this.registerRequests()
     this.registerTokens(sources)
     this.registerDatabase(sources)
-    this.registerRedis(sources.rateLimiter)
+    this.registerLeases(sources.rateLimiter)
   }
 
   /** A validation answered (retrieve, or the guard of an authenticated route). */
@@ -187,20 +188,41 @@ export class Metrics {
     )
   }
 
-  private registerRedis(rateLimiter: RateLimiter) {
-    if (!(rateLimiter instanceof RedisRateLimiter)) return
+  /** The shared counter a leasing rate limiter counts in: Redis, or a worker's primary. */
+  private registerLeases(rateLimiter: RateLimiter) {
     const { counter, gauge } = readers(this.registry)
-    counter('tessera_redis_errors_total', 'Redis connection errors and failed commands', [], () => [
-      [{}, rateLimiter.errors],
-    ])
-    counter(
-      'tessera_redis_rate_limit_calls_total',
-      'Round trips to Redis for rate-limit counts and leases',
-      [],
-      () => [[{}, rateLimiter.calls]],
-    )
-    gauge('tessera_redis_up', '1 while rate limits are counted in Redis', () =>
-      Number(rateLimiter.shared),
-    )
+    if (rateLimiter instanceof RedisRateLimiter) {
+      counter(
+        'tessera_redis_errors_total',
+        'Redis connection errors and failed commands',
+        [],
+        () => [[{}, rateLimiter.errors]],
+      )
+      counter(
+        'tessera_redis_rate_limit_calls_total',
+        'Round trips to Redis for rate-limit counts and leases',
+        [],
+        () => [[{}, rateLimiter.calls]],
+      )
+      gauge('tessera_redis_up', '1 while rate limits are counted in Redis', () =>
+        Number(rateLimiter.shared),
+      )
+    } else if (rateLimiter instanceof WorkerRateLimiter) {
+      counter(
+        'tessera_worker_lease_errors_total',
+        'Rate-limit counts and leases the primary did not answer in time',
+        [],
+        () => [[{}, rateLimiter.errors]],
+      )
+      counter(
+        'tessera_worker_lease_calls_total',
+        'Round trips to the primary for rate-limit counts and leases',
+        [],
+        () => [[{}, rateLimiter.calls]],
+      )
+      gauge('tessera_worker_lease_up', '1 while rate limits are counted by the primary', () =>
+        Number(rateLimiter.shared),
+      )
+    }
   }
 }

@@ -324,8 +324,8 @@ const cases: Case[] = [
   },
   {
     what: 'WORKER_TIMEOUT_SECONDS',
-    env: () => ({ WORKERS: '2', WORKER_TIMEOUT_SECONDS: '0' }),
-    line: /^WORKER_TIMEOUT_SECONDS must be an integer between 1 and 3600, got "0"$/,
+    env: () => ({ WORKERS: '2', WORKER_TIMEOUT_SECONDS: '9' }),
+    line: /^WORKER_TIMEOUT_SECONDS must be an integer between 10 and 3600, got "9"$/,
     entries: ['server'],
   },
 ]

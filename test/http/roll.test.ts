@@ -314,6 +314,8 @@ describe('rolling a token (POST /tokens/v2/{username}/{token_id}/roll)', () => {
 
   it('ends a temporary token made by the retiring string no later than its grace', async () => {
     const w = await h.token('alice', [...all, 'styles:read'])
+    // Validated before the roll: a principal cached from then must not keep the old end.
+    expect(await retrieve(h, w.token)).toBe('TokenValid')
     await roll(w.id, { expires: new Date(T0 + 10 * 60_000).toISOString() })
     const mint = (minutes: number) =>
       call(h.app, 'POST', '/tokens/v2/alice', w.token, {
