@@ -11,8 +11,9 @@ const perDialect = [
   'test/e2e/slow-clients.test.ts',
   'test/mail/mail.test.ts',
 ]
-// Files that measure time (a revocation reaching every worker within 10 ms): run after every
-// other file, alone, so that a browser or a server of another file does not take their cores.
+// Files that measure time (a revocation reaching every worker within 10 ms): a group of their
+// own (sequence.groupOrder), run one at a time once the parallel files are done and before the
+// browser files, so that no server or browser of another file takes their cores.
 const timed = ['test/e2e/workers.test.ts', 'test/e2e/workers-watchdog.test.ts']
 
 export default defineConfig({
@@ -51,7 +52,8 @@ export default defineConfig({
         extends: true as const,
         test: {
           // A Chromium and a server each: two such files at once took twice as long each and ran
-          // past their timeouts on two cores, so one at a time (beside one file of another kind).
+          // past their timeouts on two cores, so one at a time (Vitest runs such files last, in
+          // a group of their own).
           name: 'browser',
           include: ['test/browser/**/*.test.ts'],
           env: { TEST_DIALECT: 'sqlite' },
