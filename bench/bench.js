@@ -122,8 +122,8 @@ function serviceEnv(dialect) {
     RATE_LIMIT_PER_MINUTE: '1000000000',
     LOG_LEVEL: 'warn',
     ...(metricsOn ? { METRICS_PORT: '0' } : {}),
-    // The verifier scenario's operator key.
-    ADMIN_KEYS: `bench:${verifierKey}`,
+    // The verifier scenario's operator key, of the verifier scope as a verifier's should be.
+    ADMIN_KEYS: `bench@verifier:${verifierKey}`,
   }
   if (dialect === 'sqlite') {
     delete env.DATABASE_URL

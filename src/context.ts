@@ -22,6 +22,8 @@ import { FactorService } from './people/factors.js'
 import { MemberService } from './people/members.js'
 import { PasskeyService } from './people/passkeys.js'
 import { SessionService } from './people/sessions.js'
+import { type IpcChannel, PrimaryAttempts } from './ratelimit/attempts.js'
+import { WorkerRateLimiter } from './ratelimit/cluster.js'
 import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js'
 import { RedisRateLimiter } from './ratelimit/redis.js'
 import { ScopeCatalog } from './scopes/catalog.js'
@@ -31,7 +33,8 @@ import { Keyring } from './tokens/keyring.js'
 import { LeakService, readLeakKeys } from './tokens/leaks.js'
 import { TokenService } from './tokens/service.js'
 import { CreditService } from './usage/credits.js'
-import { Meter } from './usage/meter.js'
+import type { Meter } from './usage/meter.js'
+import { meterOf } from './usage/writes.js'
 import { WebhookDispatcher } from './webhooks/dispatcher.js'
 
 /** Every dependency, built once from config. Tests pass overrides instead of patching globals. */
@@ -48,6 +51,8 @@ export interface AppContext {
   probedAt: number
   /** This process's index among the workers of a primary (WORKERS > 1); none when alone. */
   worker?: number
+  /** A worker's sign-in attempts, counted by its primary for every worker (without Redis). */
+  primaryAttempts?: PrimaryAttempts
   db: Db
   keyring: Keyring
   catalog: ScopeCatalog
@@ -70,8 +75,7 @@ export interface AppContext {
   audit: AuditLog
   /** Counters for /metrics (plain numbers; prom-client reads them when scraped). */
   metrics: Metrics
-  /** Verifications by outcome per account, token and minute, counted here and written once a
-   * minute; last use per token. */
+  /** Verifications by outcome per account, token and minute; last use (docs/metering.md). */
   usage: Meter
   /** Credits of tokens and accounts: balances, refills, spending and verifiers' leases. */
   credits: CreditService
@@ -102,8 +106,8 @@ export interface Overrides {
    */
   waitForDatabase?: boolean
   worker?: number
-  /** Counts instead of one in process (a worker's: leases from its primary); not with Redis. */
-  rateLimiter?: (limit: number, log: Logger) => RateLimiter
+  /** A worker's IPC channel to its primary: rate limits, usage counts, sign-in attempts. */
+  primary?: IpcChannel
 }
 
 /** DATA_DIR exists (made 0700) and can be written, or start-up stops saying so in one line. */
@@ -173,11 +177,13 @@ function buildServices(
   const { db } = opened
   const { keyring, catalog } = started
   const { cache, directory, changes } = followed
-  const { now, rateLimiter: leasing } = overrides
+  const { now, primary } = overrides
   const limit = config.rateLimitPerMinute
   const rateLimiter = config.redis
     ? new RedisRateLimiter(config.redis.url, config.redis.keyPrefix, limit, log)
-    : (leasing?.(limit, log) ?? new MemoryRateLimiter(limit))
+    : primary
+      ? new WorkerRateLimiter(primary, limit, log)
+      : new MemoryRateLimiter(limit)
   const metrics = new Metrics({
     cache,
     changeDelays: followed.delays,
@@ -186,15 +192,7 @@ function buildServices(
     ready: opened.ready,
     processMetrics: config.metrics !== undefined,
   })
-  const usage = new Meter(db, now ?? Date.now, config.usage.retentionDays, (err) => {
-    metrics.databaseErrors.usage++
-    log.warn({ err: (err as Error).message }, 'usage counts not written: kept for the next minute')
-  })
-  usage.onDrop = (minute, keys) => {
-    metrics.usageDropped.minutes++
-    metrics.usageDropped.keys += keys
-    log.warn({ minute: isoTime(minute), keys }, 'usage counts dropped: too many minutes unwritten')
-  }
+  const usage = meterOf(db, now ?? Date.now, config.usage, { log, figures: metrics, primary })
   const tokens = new TokenService({
     db,
     keyring,
@@ -221,6 +219,7 @@ function buildServices(
     passkeys: new PasskeyService(db, tokens.now),
     leaks: new LeakService(db, tokens, accounts, config.leaks.policy, started.leakKeys),
     rateLimiter,
+    primaryAttempts: primary && new PrimaryAttempts(primary),
     audit: new AuditLog((filter) => auditRepo.list(db, filter)),
     metrics,
     usage,
@@ -290,10 +289,11 @@ export async function createContext(
       events.close()
       await webhooks.stop()
       await services.mailer?.close()
-      if (opened.ready()) await usage.stop().catch(() => {})
+      if (opened.ready() || overrides.primary) await usage.stop().catch(() => {})
       else log.warn('database not ready: the usage counts not yet written are dropped')
       await followed.changes.close()
       await rateLimiter.close()
+      await services.primaryAttempts?.close()
       await db.destroy()
     },
   }

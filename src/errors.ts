@@ -47,6 +47,8 @@ export const errorTable = {
   accountExists: [409, 'account already exists', () => 'This username is taken.'],
   /** The admin API's member changes that would leave an account without an owner. */
   lastOwner: [409, 'an account must keep an owner', sentence],
+  /** The admin API: a route outside the operator key's scope (a `verifier` key, src/admin/keys.ts). */
+  operatorScope: [403, "the operator key's scope does not allow this"],
   unavailable: [503, 'Service Unavailable'],
   internal: [500, 'Internal Server Error'],
 

@@ -70,8 +70,8 @@ async function listen(app: FastifyInstance, { host, port }: Config['http']) {
 export interface StartOptions {
   /** Its index among the workers (answered by /readyz). */
   worker?: number
-  /** Its rate limiter: leases from the primary (without REDIS_URL). */
-  rateLimiter?: Overrides['rateLimiter']
+  /** Its IPC channel to the primary (rate limits without REDIS_URL, usage counts, attempts). */
+  primary?: Overrides['primary']
   /** The primary serves METRICS_PORT, aggregated: the worker opens no listener of its own. */
   metricsListener?: boolean
 }
@@ -85,7 +85,7 @@ export async function start(config: Config, options: StartOptions = {}): Promise
     log,
     waitForDatabase: true,
     worker: options.worker,
-    rateLimiter: options.rateLimiter,
+    primary: options.primary,
   })
   const app = buildApp(ctx, { https: tls?.https, logger: log })
   let metrics: MetricsListener | undefined

@@ -4,6 +4,9 @@
 //   TESSERA_URL=https://127.0.0.1:8443 TESSERA_ADMIN_KEY=... TESSERA_CA=data/tls/cert.pem \
 //     node examples/verifier-api/server.js
 //
+// TESSERA_ADMIN_KEY: an operator key of the verifier scope only
+// (`npx tessera admin-key create --scope verifier`), never a full one.
+//
 // PORT (default 3000) serves the Fastify API, MIDDLEWARE_PORT (default 3001) the node:http one.
 import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'

@@ -1,3 +1,4 @@
+import { isOperatorScope, type OperatorScope } from '../admin/keys.js'
 import type { AuditAction, AuditTarget } from '../audit/events.js'
 import { auditEvent, cliActor } from '../audit/events.js'
 import { auditFilter } from '../audit/query.js'
@@ -18,6 +19,8 @@ export interface Args {
     plan?: string
     feature?: string[]
     scopes?: string
+    /** `admin-key create`: the operator key's scope. */
+    scope?: string
     note?: string
     'allowed-url'?: string[]
     'expires-at'?: string
@@ -44,8 +47,29 @@ export interface Args {
 export type Group = (ctx: AppContext, config: Config, args: Args) => Promise<unknown>
 
 /** A change the CLI makes outside the services, written into the audit log. */
-export const record = (ctx: AppContext, action: AuditAction, target: AuditTarget) =>
-  auditRepo.insert(ctx.db, auditEvent(ctx.tokens.now(), action, cliActor, target))
+export const record = (
+  ctx: AppContext,
+  action: AuditAction,
+  target: AuditTarget,
+  details?: Record<string, unknown>,
+) =>
+  auditRepo.insert(
+    ctx.db,
+    auditEvent(ctx.tokens.now(), action, cliActor, target, undefined, details),
+  )
+
+/**
+ * `admin-key create`'s `--scope`, which has no default: a key's purpose is chosen, never
+ * assumed (a full key by default would hand every new verifier every account).
+ */
+export function scopeOption(scope: string | undefined): OperatorScope {
+  if (isOperatorScope(scope)) return scope
+  throw new CommandError(
+    `admin-key create needs --scope verifier (introspection, leases, usage reports and the ` +
+      `event stream: for @tessera/verifier) or --scope admin (every route)` +
+      (scope === undefined ? '' : `; not ${scope}`),
+  )
+}
 
 /** `limit` as the admin API takes it: 1-100, 100 when absent. */
 export function limitOption(limit: string | undefined) {
@@ -57,8 +81,13 @@ export function limitOption(limit: string | undefined) {
 export const adminKeyCommand: Group = async (ctx, _config, { positionals, values }) => {
   const [, sub, arg] = positionals
   if (sub === 'create' && arg === undefined) {
-    const made = ctx.adminKeys.create(ctx.tokens.now(), values.note)
-    await record(ctx, 'admin_key.created', { type: 'admin_key', id: made.id })
+    const made = ctx.adminKeys.create(ctx.tokens.now(), scopeOption(values.scope), values.note)
+    await record(
+      ctx,
+      'admin_key.created',
+      { type: 'admin_key', id: made.id },
+      { scope: made.scope },
+    )
     return made
   }
   if (sub === 'revoke' && arg !== undefined) {

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util'
-import { newAdminKey } from '../admin/keys.js'
+import { adminKeyEntry, newAdminKey } from '../admin/keys.js'
 import { readEnv, toConfig } from '../config.js'
 import { type AppContext, createContext } from '../context.js'
 import { ApiError, personText } from '../errors.js'
@@ -14,6 +14,7 @@ import {
   type Config,
   type Group,
   record,
+  scopeOption,
   tokenCommand,
 } from './commands.js'
 import { creditsCommand } from './credits.js'
@@ -47,9 +48,14 @@ const usage = `usage: tessera <command>
   member set-role <account> <login> <role>    their sessions in the account end
   member remove <account> <login>             their sessions in the account end
   keys rotate                                 add a signing key
-  admin-key create [--note N]                 a new operator key for /admin/v1, printed once
+  admin-key create --scope verifier|admin [--note N]
+                                              a new operator key for /admin/v1, printed once;
+                                              verifier: introspection, leases, usage reports,
+                                              the event stream (for @tessera/verifier); admin:
+                                              every route
   admin-key revoke <id>                       the key stops working at once
-  admin-key list                              every operator key (never its secret)
+  admin-key list                              every operator key with its scope (never its
+                                              secret)
   audit [<username>] [--action a,b] [--since T] [--until T] [--limit N] [--start ID]
                                               audit events, newest first (limit 1-100)
   webhook add <url> [--events a,b]            register a webhook endpoint; prints its secret once
@@ -78,6 +84,7 @@ const parse = (argv: string[]) =>
       plan: { type: 'string' },
       feature: { type: 'string', multiple: true },
       scopes: { type: 'string' },
+      scope: { type: 'string' },
       note: { type: 'string' },
       'allowed-url': { type: 'string', multiple: true },
       'expires-at': { type: 'string' },
@@ -127,8 +134,9 @@ async function run(argv: string[]): Promise<void> {
   if (command === 'keys' && sub === 'rotate') return print(await rotateKeys(config))
   if (command === 'admin-key' && sub === 'create' && config.adminKeys !== undefined) {
     // As for SIGNING_KEYS: the environment cannot be written back; nothing is stored.
-    const made = newAdminKey(Date.now())
-    return print({ ...made, ADMIN_KEYS: `${config.adminKeys},${made.id}:${made.key}` })
+    const made = newAdminKey(Date.now(), scopeOption(args.values.scope))
+    const entry = adminKeyEntry(made.id, made.scope, made.key)
+    return print({ ...made, ADMIN_KEYS: `${config.adminKeys},${entry}` })
   }
   const ctx = await createContext(config)
   try {

@@ -2,7 +2,9 @@ import type { Listening } from '../instance.js'
 
 /**
  * What the primary and its workers say to each other over IPC (besides the rate limiter's
- * leases, src/ratelimit/cluster.ts). Every message carries `tessera`, its kind.
+ * leases, src/ratelimit/cluster.ts, the sign-in attempts, src/ratelimit/attempts.ts, and the
+ * usage counts handed over every second, src/usage/handover.ts). Every message carries
+ * `tessera`, its kind.
  */
 export type WorkerMessage =
   /** The worker listens: where (the banner says it once all do). */

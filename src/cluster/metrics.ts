@@ -1,5 +1,5 @@
 import type { Worker } from 'node:cluster'
-import { AggregatorRegistry } from 'prom-client'
+import { AggregatorRegistry, type Registry } from 'prom-client'
 import type { MetricsSource } from '../metrics/listener.js'
 
 /** One worker's metrics, as prom-client's `getMetricsAsJSON` gives them. */
@@ -16,8 +16,9 @@ const answerMs = 2_000
  * worker that does not answer in time is counted with its last answer, and the counters of a
  * worker that ended (replaced, or killed) stay in the sum from its last answer on. Scrapes that
  * arrive while one is being gathered share its answer: a burst of them asks each worker once.
+ * The primary's `own` figures (its usage writes) are added in too.
  */
-export function aggregatedMetrics(workers: () => [number, Worker][]) {
+export function aggregatedMetrics(workers: () => [number, Worker][], own?: Registry) {
   let next = 0
   const waiting = new Map<number, (json: WorkerMetrics) => void>()
   const last = new Map<number, WorkerMetrics>()
@@ -52,7 +53,8 @@ export function aggregatedMetrics(workers: () => [number, Worker][]) {
       ended = [merged, ...ended.slice(merging.length)]
     }
     const found = answers.filter((a): a is WorkerMetrics => a !== undefined)
-    return AggregatorRegistry.aggregate([...found, ...ended]).metrics()
+    const mine = own === undefined ? [] : [(await own.getMetricsAsJSON()) as WorkerMetrics]
+    return AggregatorRegistry.aggregate([...found, ...ended, ...mine]).metrics()
   }
   let gathering: Promise<string> | undefined
   return {

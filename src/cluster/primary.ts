@@ -5,15 +5,20 @@ import { createContext } from '../context.js'
 import { createLogger } from '../http/logging.js'
 import { banner, type Listening, loadTls } from '../instance.js'
 import { listenMetrics, type MetricsListener } from '../metrics/listener.js'
+import { AttemptLedger, answerAttempts, isAttemptRequest } from '../ratelimit/attempts.js'
 import { isLeaseRequest, LeaseLedger } from '../ratelimit/cluster.js'
+import { isUsageHandover } from '../usage/handover.js'
 import { isMessage, type PrimaryMessage, type WorkerMessage } from './messages.js'
 import { aggregatedMetrics } from './metrics.js'
+import { WorkersUsage } from './usage.js'
 
 /** A worker that ends sooner than this after its start is restarted after a growing pause. */
 const shortLifeMs = 5_000
 const maxPauseMs = 5_000
 /** Past this, workers that have not finished draining are killed (a drain takes at most 11 s). */
 const drainDeadlineMs = 15_000
+/** After a worker's exit, its IPC channel closes within this, or the primary stops waiting. */
+const channelCloseMs = 2_000
 
 /**
  * What every worker would otherwise race to make on a first start: DATA_DIR, the signing key
@@ -48,13 +53,14 @@ const ping: PrimaryMessage = { tessera: 'ping' }
  * The primary of `WORKERS=N`: prepares once, forks N workers sharing the port (node:cluster,
  * connections handed out round-robin), and supervises them: a worker that ends is replaced
  * (under the same index), SIGTERM or SIGINT drains them all as one instance drains, and the
- * process ends when they have. It answers the workers' rate-limit leases (one count per account
- * for the whole machine) and serves METRICS_PORT with their metrics added up.
+ * process ends when they have. It answers the workers' rate-limit leases and sign-in attempts
+ * (one count for the whole machine), writes the usage counts they hand over, and serves
+ * METRICS_PORT with their metrics added up.
  */
 export async function runPrimary(config: Config): Promise<void> {
   const log = createLogger(config.logLevel)
   await prepare(config, log)
-  const primary = new Primary(config, log)
+  const primary = new Primary(config, log, WorkersUsage.open(config, log))
   // Bound before any worker starts: a port in use stops start-up in one line, as without workers.
   await primary.listenMetrics()
   process.once('SIGINT', () => primary.shutdown('SIGINT'))
@@ -65,11 +71,12 @@ export async function runPrimary(config: Config): Promise<void> {
 
 class Primary {
   private readonly ledger = new LeaseLedger()
+  private readonly attempts = new AttemptLedger()
   private readonly slots = new Map<number, Slot>()
   private readonly listening = new Map<number, Listening>()
-  private readonly metrics = aggregatedMetrics(() =>
-    [...this.slots].map(([index, slot]) => [index, slot.worker]),
-  )
+  /** Workers' IPC channels not closed yet: until then, messages of theirs may wait unread. */
+  private readonly channels = new Set<Promise<void>>()
+  private readonly metrics: ReturnType<typeof aggregatedMetrics>
   private metricsListener: MetricsListener | undefined
   private watchdog: NodeJS.Timeout | undefined
   private closing = false
@@ -80,7 +87,12 @@ class Primary {
   constructor(
     private readonly config: Config,
     private readonly log: Logger,
-  ) {}
+    private readonly usage: WorkersUsage,
+  ) {
+    const workers = () =>
+      [...this.slots].map(([index, slot]): [number, Worker] => [index, slot.worker])
+    this.metrics = aggregatedMetrics(workers, usage.registry)
+  }
 
   async listenMetrics() {
     if (this.config.metrics) {
@@ -93,6 +105,18 @@ class Primary {
     // Node's own messages to a worker that just died fail with EPIPE: its exit is handled below.
     worker.on('error', (err) => this.log.warn({ worker: index, err: err.message }, 'worker IPC'))
     const now = Date.now()
+    const disconnected = new Promise<void>((resolve) => worker.once('disconnect', resolve))
+    this.channels.add(disconnected)
+    const exit = new Promise<boolean>((resolve) =>
+      worker.once('exit', (code) => resolve(code === 0)),
+    )
+    // Once both: a worker that did not drain (killed, crashed) lost its counts since its last
+    // hand-over.
+    void Promise.all([exit, disconnected]).then(([clean]) => {
+      this.channels.delete(disconnected)
+      const lost = this.usage.ended(worker.id, clean)
+      if (lost > 0) this.log.warn({ worker: index, verifications: lost }, 'usage counts lost')
+    })
     this.slots.set(index, { worker, startedAt: now, failures, heardAt: now })
     worker.on('message', (message) => this.received(index, worker, message))
     worker.on('exit', (code, signal) => this.exited(index, worker, code, signal))
@@ -105,6 +129,12 @@ class Primary {
       tell(worker, { tessera: 'lease', id: message.id, grant: this.ledger.answer(message) })
       return
     }
+    if (isAttemptRequest(message)) {
+      const answer = answerAttempts(this.attempts, message, Date.now())
+      if (answer !== undefined) tell(worker, answer)
+      return
+    }
+    if (isUsageHandover(message)) return this.usage.received(worker.id, message)
     if (!isMessage<WorkerMessage>(message)) return
     if (message.tessera === 'probed') this.probedAt = Math.max(this.probedAt, message.at)
     else if (message.tessera === 'metrics') this.metrics.answered(message)
@@ -189,6 +219,10 @@ class Primary {
   }
 
   private async finish() {
+    // What the workers handed over as they drained is read by the time their channels close.
+    const late = new Promise((resolve) => setTimeout(resolve, channelCloseMs).unref())
+    await Promise.race([Promise.all(this.channels), late])
+    await this.usage.close()
     await this.metricsListener?.close()
     if (process.exitCode === undefined) process.exitCode = 0
   }

@@ -1,7 +1,6 @@
 import cluster from 'node:cluster'
 import type { Config } from '../config.js'
 import { start } from '../instance.js'
-import { WorkerRateLimiter } from '../ratelimit/cluster.js'
 import { isMessage, type PrimaryMessage, type WorkerMessage } from './messages.js'
 
 /** Tells the primary, while it is there to hear (after a disconnect `send` would throw). */
@@ -24,9 +23,7 @@ export async function runWorker(config: Config): Promise<void> {
   const running = await start(config, {
     worker: index,
     metricsListener: false,
-    rateLimiter: config.redis
-      ? undefined
-      : (limit, log) => new WorkerRateLimiter(process, limit, log),
+    primary: process,
   })
   const { ctx } = running
   send({

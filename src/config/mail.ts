@@ -1,11 +1,14 @@
 import type { Env } from './env.js'
 import { ConfigError } from './error.js'
+import { integer } from './values.js'
 
 export interface MailConfig {
   /** Where mail is handed over; `secure` is TLS from the first byte (smtps://). */
   smtp: { host: string; port: number; secure: boolean; user?: string; pass?: string }
   /** The From header of every message. */
   from: string
+  /** Invitations mailed in 24 hours, at most: an account's, and to one address from any. */
+  invitations: { perAccount: number; perAddress: number }
 }
 
 // The value may hold a password: messages name its parts, never echo it.
@@ -73,6 +76,24 @@ export function mailConfig(env: Env, publicUrl: string | undefined): MailConfig 
     env.MAIL_FROM === undefined
       ? `Tessera <tessera@${publicUrl === undefined ? 'localhost' : new URL(publicUrl).hostname}>`
       : from(env.MAIL_FROM)
+  // Invitations mail any address an owner types (and with open sign-up anyone is an owner):
+  // a few a day, so that the operator's sender is nobody's mass mailer.
+  const invitations = {
+    perAccount: integer(
+      'INVITATION_MAILS_PER_ACCOUNT',
+      env.INVITATION_MAILS_PER_ACCOUNT,
+      20,
+      0,
+      1e6,
+    ),
+    perAddress: integer(
+      'INVITATION_MAILS_PER_ADDRESS',
+      env.INVITATION_MAILS_PER_ADDRESS,
+      3,
+      0,
+      1e6,
+    ),
+  }
   if (env.SMTP_URL === undefined) return undefined
-  return { smtp: smtp(env.SMTP_URL), from: sender }
+  return { smtp: smtp(env.SMTP_URL), from: sender, invitations }
 }

@@ -4,6 +4,8 @@ import { integer } from './values.js'
 export interface UsageConfig {
   /** Days each resolution of the verification counts is kept (minutes, hours, days). */
   retentionDays: { minute: number; hour: number; day: number }
+  /** How often an instance (or a primary, for its workers) writes its counts: USAGE_FLUSH_SECONDS. */
+  flushMs: number
   /** Shares of a credit balance spent (percent, ascending) that send `credits.threshold`. */
   creditThresholds: number[]
 }
@@ -26,6 +28,7 @@ export function usageConfig(env: Record<string, string | undefined>): UsageConfi
   const day = integer('USAGE_DAY_RETENTION_DAYS', env.USAGE_DAY_RETENTION_DAYS, 1095, 1, 36_500)
   return {
     retentionDays: { minute, hour, day },
+    flushMs: integer('USAGE_FLUSH_SECONDS', env.USAGE_FLUSH_SECONDS, 10, 1, 60) * 1000,
     creditThresholds: thresholds(env.CREDIT_THRESHOLDS),
   }
 }

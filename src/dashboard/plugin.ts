@@ -17,6 +17,7 @@ import { portalPages } from './pages/portal.js'
 import { signInPages } from './pages/sign-in.js'
 import { ssoPages } from './pages/sso.js'
 import { temporaryPages } from './pages/temporary.js'
+import { tokenRollPages } from './pages/token-roll.js'
 import { tokenPages } from './pages/tokens.js'
 import { usagePages } from './pages/usage.js'
 import { form, sendPage } from './reply.js'
@@ -24,9 +25,10 @@ import {
   checkCsrf,
   checkOrigin,
   clearSessionCookie,
+  confirmPath,
   Forbidden,
   heldByPolicy,
-  proofWindowMs,
+  recentlyProven,
   safeNext,
   sessionId,
   signInPath,
@@ -50,7 +52,12 @@ const formLimit = 512 * 1024
  * registered in this plugin only: the API's routes pay for none of them.
  */
 export async function dashboard(app: FastifyInstance, { ctx }: { ctx: AppContext }) {
-  const throttle = new SignInThrottle(ctx.config.redis, ctx.log, ctx.tokens.now)
+  const throttle = new SignInThrottle(
+    ctx.config.redis,
+    ctx.log,
+    ctx.tokens.now,
+    ctx.primaryAttempts,
+  )
   // Ready before the first sign-in of an unknown username, which must take no longer than others.
   void decoyHash()
   app.addHook('onClose', () => throttle.close())
@@ -104,6 +111,7 @@ export async function dashboard(app: FastifyInstance, { ctx }: { ctx: AppContext
   const deps = { ctx, throttle, sso, ssoFlows }
   signInPages(app, deps)
   tokenPages(app, deps)
+  tokenRollPages(app, deps)
   usagePages(app, deps)
   temporaryPages(app, deps)
   accountPages(app, deps)
@@ -177,11 +185,13 @@ const admit = (ctx: AppContext) =>
     }
     const switchable = (memberships?.length ?? 0) > 1
     request.holder = { session, account, role, switchable }
-    // Adding or removing a sign-in method: a recent proof first (a stolen session is not one).
-    const sudo = request.routeOptions.config.sudo
-    if (sudo !== undefined && ctx.tokens.now() - session.proven >= proofWindowMs) {
-      const next = request.method === 'GET' ? safeNext(request.url) : '/account/settings'
-      const confirm = `/account/settings/confirm?next=${encodeURIComponent(next)}`
+    // Whatever keeps the account after the cookie is gone: a recent proof first (a stolen
+    // session is not one). Tokens that can make tokens are asked for by their pages.
+    const { sudo, back: formPage } = request.routeOptions.config
+    if (sudo !== undefined && !recentlyProven(session, ctx.tokens.now())) {
+      const next =
+        request.method === 'GET' ? safeNext(request.url) : (formPage ?? '/account/settings')
+      const confirm = confirmPath(next)
       if (sudo === 'json') return reply.code(403).send({ message: confirmFirst, confirm })
       return reply.code(303).redirect(confirm, 303)
     }

@@ -21,10 +21,13 @@ declare module 'fastify' {
     /** Open to a person a 2FA policy holds until they have enrolled a second factor. */
     enrolment?: boolean
     /**
-     * Adds or removes a sign-in method: only within 10 minutes of a proof (sign-in or "Confirm
-     * it's you"); otherwise a page is sent there, a script's JSON call gets 403 with its address.
+     * Changes who may act on the account (a sign-in method, a member, a role, an invitation, the
+     * two-step policy): only within 10 minutes of a proof (sign-in or "Confirm it's you");
+     * otherwise a page is sent there, a script's JSON call gets 403 with its address.
      */
     sudo?: 'page' | 'json'
+    /** Where a form refused for want of a proof comes back to after it: the page it is on. */
+    back?: string
   }
 }
 

@@ -13,8 +13,22 @@ export const csrfField = '_csrf'
 /** Why a request was refused with 403; the page says it. */
 export class Forbidden extends Error {}
 
-/** How long a sign-in or a confirmation proves the person, for changing sign-in methods. */
+/**
+ * How long a sign-in or a confirmation proves the person, for what keeps an account after a
+ * session's cookie is gone: sign-in methods, members and roles, the two-step policy, and tokens
+ * that can make tokens.
+ */
 export const proofWindowMs = 10 * 60_000
+
+export const recentlyProven = (session: Session, now: number) =>
+  now - session.proven < proofWindowMs
+
+/** The scope of tokens that make tokens: one only a recent proof hands out (see proofWindowMs). */
+export const tokenMakingScope = 'tokens:write'
+
+/** "Confirm it's you", coming back to `next` (a dashboard path) afterwards. */
+export const confirmPath = (next: string) =>
+  `/account/settings/confirm?next=${encodeURIComponent(next)}`
 
 /**
  * Whether the session entered the account without a proof the account trusts in place of its

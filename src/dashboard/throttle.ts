@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis'
 import type { Logger } from 'pino'
+import { AttemptLedger, type PrimaryAttempts } from '../ratelimit/attempts.js'
 
 /** DASHBOARD.md section 5: failed sign-ins allowed per key within the window. */
 export const throttleWindowMs = 15 * 60_000
@@ -12,11 +13,6 @@ export const limits = { user: 5, ip: 20, challenge: 30 }
 export type ThrottleKey = { kind: keyof typeof limits; value: string }
 
 const keyText = (k: ThrottleKey) => `${k.kind}:${k.value}`
-
-interface Counter {
-  count: number
-  until: number
-}
 
 /**
  * Takes one attempt on every key, atomically: when one is past its limit, none is taken and
@@ -42,14 +38,22 @@ for _, key in ipairs(KEYS) do
 end
 return 0`
 
+/**
+ * Failed attempts per key (DASHBOARD.md section 5), counted where every process serving the
+ * dashboard sees the same count: in Redis with REDIS_URL; else, in a worker, by its primary for
+ * the whole machine (`primary`); else in process. A process that cannot reach its shared count
+ * (Redis down, the primary not answering) counts in process meanwhile.
+ */
 export class SignInThrottle {
-  private readonly local = new Map<string, Counter>()
+  private readonly local = new AttemptLedger()
   private readonly redis?: Redis
 
   constructor(
     redis: { url: string; keyPrefix: string } | undefined,
     private readonly log: Logger,
     private readonly now: () => number,
+    /** A worker's way to its primary's count (the context's, which closes it). */
+    private readonly primary?: PrimaryAttempts,
   ) {
     if (redis === undefined) return
     this.prefix = `${redis.keyPrefix}signin:`
@@ -83,7 +87,11 @@ export class SignInThrottle {
           ...keys.map((k) => String(limits[k.kind])),
         )) as number,
     )
-    const waitMs = shared ?? this.reserveHere(keys)
+    const counted = keys.map((k) => ({ key: keyText(k), limit: limits[k.kind] }))
+    const waitMs =
+      shared ??
+      (await this.primary?.reserve(counted, throttleWindowMs)) ??
+      this.local.reserve(counted, throttleWindowMs, this.now())
     return waitMs > 0 ? Math.ceil(waitMs / 1000) : 0
   }
 
@@ -92,42 +100,18 @@ export class SignInThrottle {
     const texts = keys.map((k) => this.prefix + keyText(k))
     const done = await this.shared((r) => r.eval(releaseScript, texts.length, ...texts))
     if (done !== undefined) return
-    const now = this.now()
-    for (const key of keys) {
-      const counter = this.local.get(keyText(key))
-      if (counter !== undefined && counter.until > now && counter.count > 0) counter.count--
-    }
+    const local = keys.map(keyText)
+    if (this.primary?.release(local) !== true) this.local.release(local, this.now())
   }
 
   async clear(key: ThrottleKey): Promise<void> {
-    this.local.delete(keyText(key))
+    this.local.clear(keyText(key))
+    this.primary?.clear(keyText(key))
     await this.shared((r) => r.del(this.prefix + keyText(key)))
   }
 
   async close() {
     this.redis?.disconnect()
-  }
-
-  /** `reserve` in process: nothing awaited between the checks and the counts. */
-  private reserveHere(keys: ThrottleKey[]): number {
-    const now = this.now()
-    const counters = keys.map((key) => {
-      const text = keyText(key)
-      let counter = this.local.get(text)
-      if (counter === undefined || counter.until <= now) {
-        if (this.local.size >= 100_000) this.prune(now)
-        counter = { count: 0, until: now + throttleWindowMs }
-        this.local.set(text, counter)
-      }
-      return counter
-    })
-    let wait = 0
-    keys.forEach((key, i) => {
-      const counter = counters[i] as Counter
-      if (counter.count + 1 > limits[key.kind]) wait = Math.max(wait, counter.until - now)
-    })
-    if (wait === 0) for (const counter of counters) counter.count++
-    return wait
   }
 
   /** Runs a Redis command; undefined (count in process) when there is no Redis or it fails. */
@@ -142,9 +126,5 @@ export class SignInThrottle {
       )
       return undefined
     }
-  }
-
-  private prune(now: number) {
-    for (const [key, counter] of this.local) if (counter.until <= now) this.local.delete(key)
   }
 }

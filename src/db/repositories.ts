@@ -1,6 +1,7 @@
 import type { Kysely, Selectable } from 'kysely'
 import { readTokenPolicy, type TokenPolicy } from '../token-policy.js'
 import { compiledOnce, powerOfTwoRuns } from './compiled.js'
+import { deleteToken } from './gone-tokens.js'
 import type { AccountsTable, Database, TokensTable } from './schema.js'
 import { type TokenRecord, type TokenView, tokenDocument } from './token-document.js'
 
@@ -125,9 +126,13 @@ export const accountsRepo = {
       .execute()
   },
 
-  /** Removes the account; its tokens, password, links and sessions go with it (cascade). */
+  /**
+   * Removes the account; its tokens, password, links and sessions go with it (cascade), and
+   * what was kept of its deleted tokens: no string of it is its name's any more (gone_tokens).
+   */
   async delete(db: Executor, username: string): Promise<boolean> {
     await db.deleteFrom('tokens').where('username', '=', username).execute()
+    await db.deleteFrom('gone_tokens').where('username', '=', username).execute()
     const result = await db
       .deleteFrom('accounts')
       .where('username', '=', username)
@@ -225,13 +230,7 @@ export const tokensRepo = {
 
   /** The old token of a roll ending now: deleted unless it is retiring already (see retire). */
   async deleteUnretired(db: Executor, username: string, id: string): Promise<boolean> {
-    const result = await db
-      .deleteFrom('tokens')
-      .where('id', '=', id)
-      .where('username', '=', username)
-      .where('retires', 'is', null)
-      .executeTakeFirst()
-    return result.numDeletedRows > 0n
+    return deleteToken(db, username, id, true)
   },
 
   /** The account's tokens reported leaked and kept, with when. */
@@ -288,12 +287,8 @@ export const tokensRepo = {
       .execute()
   },
 
+  /** Deletes a token of an account that stays, keeping whose it was (gone_tokens). */
   async delete(db: Executor, username: string, id: string): Promise<boolean> {
-    const result = await db
-      .deleteFrom('tokens')
-      .where('id', '=', id)
-      .where('username', '=', username)
-      .executeTakeFirst()
-    return result.numDeletedRows > 0n
+    return deleteToken(db, username, id, false)
   },
 }

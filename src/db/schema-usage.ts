@@ -49,3 +49,11 @@ export interface CreditLeasesTable {
   returned: Count | null
   expires: string
 }
+
+/** A token deleted while its account stays: whose it was, for attribution (migration 0016). */
+export interface GoneTokensTable {
+  id: string
+  username: string
+  /** The token's `created`: not before its account's, which tells that account from a later one. */
+  created: string
+}

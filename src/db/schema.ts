@@ -11,6 +11,7 @@ import type { TokenLastUsedTable, TokenWarningsTable } from './schema-hygiene.js
 import type {
   CreditLeasesTable,
   CreditsTable,
+  GoneTokensTable,
   UsageReportsTable,
   UsageTable,
 } from './schema-usage.js'
@@ -267,6 +268,7 @@ export interface TokenChangesTable {
 export interface Database {
   accounts: AccountsTable
   tokens: TokensTable
+  gone_tokens: GoneTokensTable
   people: PeopleTable
   memberships: MembershipsTable
   invitations: InvitationsTable

@@ -7,6 +7,8 @@ interface Operation {
   path: string
   schema: NonNullable<RouteOptions['schema']> & Documented
   scope?: string
+  /** An admin route's operator scope: the role its security requirement names. */
+  operatorScope?: string
 }
 
 /** What a route's schema may say besides its inputs and responses. */
@@ -50,6 +52,7 @@ export function openapi(app: FastifyInstance, info: OpenApiInfo) {
         path: route.url.replace(/:([a-z_]+)/g, '{$1}'),
         schema: route.schema,
         scope: (route.config as { scope?: string } | undefined)?.scope,
+        operatorScope: route.config?.operatorScope,
       })
     }
   })
@@ -91,7 +94,13 @@ function build(operations: Operation[], info: OpenApiInfo) {
             }
     }
     paths[op.path] ??= {}
-    const { summary, description, security } = op.schema
+    const { summary, description } = op.schema
+    // OpenAPI 3.1: a requirement of a scheme other than OAuth may name the roles it needs.
+    const security = op.schema.security?.map((requirement) =>
+      op.operatorScope === undefined
+        ? requirement
+        : Object.fromEntries(Object.keys(requirement).map((name) => [name, [op.operatorScope]])),
+    )
     const tags = op.schema.tags ?? (info.tags?.[0] ? [info.tags[0].name] : undefined)
     ;(paths[op.path] as Record<string, unknown>)[op.method] = {
       summary,

@@ -44,8 +44,8 @@ export function mailError(err: unknown): string {
  * can wait for them.
  */
 export class Mailer {
-  /** Messages handed over, and messages that were not. */
-  readonly counts = { sent: 0, failed: 0 }
+  /** Messages handed over, messages that were not, and messages a limit kept back. */
+  readonly counts = { sent: 0, failed: 0, held: 0 }
   private readonly pending = new Set<Promise<void>>()
 
   constructor(
@@ -54,7 +54,15 @@ export class Mailer {
     /** Where the links in mails lead: PUBLIC_URL, or https://HOST:PORT. */
     readonly origin: string,
     private readonly log: Logger,
+    /** How many invitations may be mailed in 24 hours (INVITATION_MAILS_PER_*). */
+    readonly invitationLimits: MailConfig['invitations'] = { perAccount: 20, perAddress: 3 },
   ) {}
+
+  /** A message not sent because a limit was reached: counted and logged, with no recipient. */
+  held(kind: string) {
+    this.counts.held++
+    this.log.info({ kind }, 'mail held: limit reached')
+  }
 
   /** Resolves once the server took the message or refused it; never rejects. */
   send(mail: Mail): Promise<void> {
@@ -111,5 +119,6 @@ export function createMailer(config: Config, log: Logger): Mailer | undefined {
     log.warn('SMTP_URL without PUBLIC_URL: links in mails lead to https://HOST:PORT')
   }
   const transport = nodemailer.createTransport(transportOptions(config.mail.smtp))
-  return new Mailer(transport, config.mail.from, configuredOrigin(config.http), log)
+  const { from, invitations } = config.mail
+  return new Mailer(transport, from, configuredOrigin(config.http), log, invitations)
 }

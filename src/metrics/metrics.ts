@@ -60,6 +60,37 @@ function readers(registry: Registry) {
   }
 }
 
+/** Usage counts a process did not write: dropped past the meter's bound, lost with a worker. */
+export interface UsageLosses {
+  /** Minutes (and their keys) dropped unwritten after too long without the database. */
+  dropped: { minutes: number; keys: number }
+  /** Verifications: those dropped, and (a primary's estimate) those of killed workers. */
+  lost: { dropped: number; workerKilled: number }
+}
+
+/** `tessera_usage_dropped_total` and `tessera_usage_lost_total`: an instance's, or a primary's. */
+export function registerUsageLosses(registry: Registry, losses: UsageLosses) {
+  const { counter } = readers(registry)
+  counter(
+    'tessera_usage_dropped_total',
+    'Usage counts dropped unwritten after too many minutes without the database, by what',
+    ['what'],
+    () => [
+      [{ what: 'minutes' }, losses.dropped.minutes],
+      [{ what: 'keys' }, losses.dropped.keys],
+    ],
+  )
+  counter(
+    'tessera_usage_lost_total',
+    'Verifications whose usage counts were never written, by cause (worker_killed: an estimate)',
+    ['cause'],
+    () => [
+      [{ cause: 'dropped' }, losses.lost.dropped],
+      [{ cause: 'worker_killed' }, losses.lost.workerKilled],
+    ],
+  )
+}
+
 /**
  * Counters for Prometheus: plain numbers on the hot paths, turned into prom-client metrics only
  * when scraped. One registry per context (tests build several apps in one process).
@@ -79,8 +110,11 @@ export class Metrics {
   readonly rateLimit = { allowed: 0, limited: 0 }
   /** By where they were seen: a request answered 503, a usage flush that failed. */
   readonly databaseErrors = { request: 0, usage: 0 }
-  /** Minutes of usage counts dropped unwritten (the database unreachable for too long). */
-  readonly usageDropped = { minutes: 0, keys: 0 }
+  /** Usage counts dropped unwritten (the database unreachable for too long). */
+  readonly usageLosses: UsageLosses = {
+    dropped: { minutes: 0, keys: 0 },
+    lost: { dropped: 0, workerKilled: 0 },
+  }
   /** The group commits of this context's Batchers: each batch's size, failed writes. */
   readonly groupCommits = { sizes: new Buckets([1, 2, 5, 10, 20, 50, 100, 200, 500]), failures: 0 }
 
@@ -158,15 +192,7 @@ export class Metrics {
         [{ where: 'usage' }, this.databaseErrors.usage],
       ],
     )
-    counter(
-      'tessera_usage_dropped_total',
-      'Usage counts dropped unwritten after too many minutes without the database, by what',
-      ['what'],
-      () => [
-        [{ what: 'minutes' }, this.usageDropped.minutes],
-        [{ what: 'keys' }, this.usageDropped.keys],
-      ],
-    )
+    registerUsageLosses(this.registry, this.usageLosses)
     const delays = sources.changeDelays
     if (delays !== undefined) {
       new PlainHistogram(

@@ -1,8 +1,11 @@
 import { usernamePattern } from '../accounts/directory.js'
 import { type Actor, auditEvent } from '../audit/events.js'
 import { auditRepo } from '../db/audit.js'
+import type { Db } from '../db/database.js'
+import { invitationMailsRepo } from '../db/invitation-mails.js'
 import { newPerson, type PersonRow, peopleRepo } from '../db/people.js'
 import { ApiError } from '../errors.js'
+import type { Mailer } from '../mail/mailer.js'
 import { invitationMail } from '../mail/messages.js'
 import { isoTime } from '../time.js'
 import { join, loginTaken, memberTarget, newJoinLink, type PeopleDeps } from './membership.js'
@@ -11,6 +14,8 @@ import type { Role } from './roles.js'
 import { digest } from './secrets.js'
 
 export const invitationLifetimeMs = 7 * 24 * 60 * 60_000
+/** The window of INVITATION_MAILS_PER_*: shorter than the day invitations are kept past their end. */
+const mailWindowMs = 24 * 60 * 60_000
 
 export interface Invitation {
   /** The first 16 characters of the stored hash: enough to revoke it, useless as the link. */
@@ -45,12 +50,15 @@ export class InvitationService {
     })
   }
 
-  /** A one-time invitation link's secret, for the inviter to pass on. */
+  /**
+   * A one-time invitation link's secret, for the inviter to pass on; and whether it is mailed
+   * too (undefined without mail): not past the day's limits of invitation mails.
+   */
   async invite(
     username: string,
     input: { email: unknown; role: unknown },
     actor: Actor,
-  ): Promise<{ secret: string; invitation: Invitation }> {
+  ): Promise<{ secret: string; invitation: Invitation; mailed?: boolean }> {
     const { link, idHash, email, role } = await newJoinLink(this.deps, username, input)
     const now = this.deps.now()
     const invitation: Invitation = {
@@ -63,9 +71,11 @@ export class InvitationService {
     if (actor.login !== undefined) invitation.invitedBy = actor.login
     const target = { type: 'invitation' as const, id: invitation.id }
     const event = auditEvent(now, 'member.invited', actor, target, username, { email, role })
-    await this.deps.db.transaction().execute(async (trx) => {
+    const { mailer } = this.deps
+    const mailed = await this.deps.db.transaction().execute(async (trx) => {
       const { created, expires } = invitation
       const invitedBy = actor.login ?? null
+      const mayMail = mailer && (await this.mayMail(trx, mailer, username, email, now))
       await peopleRepo.addInvitation(trx, {
         id_hash: idHash,
         username,
@@ -77,9 +87,23 @@ export class InvitationService {
         ended: null,
       })
       await auditRepo.insert(trx, event)
+      return mayMail
     })
-    this.mail(username, link, invitation)
-    return { secret: link, invitation }
+    if (mailed === undefined) return { secret: link, invitation }
+    if (mailed) this.mail(username, link, invitation)
+    else mailer?.held('invitation')
+    return { secret: link, invitation, mailed }
+  }
+
+  /**
+   * Whether this invitation may be mailed: the account, and the address from any account, had
+   * fewer invitations than their limits in the last 24 hours (mailed or not: one past a limit
+   * keeps it reached). Counted in the database, so that it holds across instances.
+   */
+  private async mayMail(trx: Db, mailer: Mailer, username: string, email: string, now: number) {
+    const made = await invitationMailsRepo.since(trx, username, email, isoTime(now - mailWindowMs))
+    const { perAccount, perAddress } = mailer.invitationLimits
+    return made.account < perAccount && made.address < perAddress
   }
 
   /**

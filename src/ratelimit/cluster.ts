@@ -1,4 +1,5 @@
 import type { Logger } from 'pino'
+import { type IpcChannel, IpcRequests } from './ipc.js'
 import {
   grantOf,
   type LeaseCounter,
@@ -92,85 +93,25 @@ export class LeaseLedger {
   }
 }
 
-type MessageListener = (message: unknown) => void
+/** What a worker needs of its IPC channel to the primary (see `IpcChannel`). */
+export type LeaseChannel = IpcChannel
 
-/** What a worker needs of its IPC channel to the primary: `process` in a cluster worker. */
-export interface LeaseChannel {
-  readonly connected: boolean
-  /** Optional as on `process`, which has none without an IPC channel. */
-  send?(message: unknown): boolean
-  on(event: 'message', listener: MessageListener): unknown
-  off?(event: 'message', listener: MessageListener): unknown
-}
-
-/**
- * Beyond this, a take is given up and the worker counts in process. The primary is on the same
- * machine and answers in microseconds: a take this late means the worker's own event loop
- * stalled (a synchronous wait for SQLite's write lock) or the primary is stuck.
- */
-const replyTimeoutMs = 2_000
-interface Pending {
-  resolve: (grant: number) => void
-  reject: (err: Error) => void
-  timer: NodeJS.Timeout
-}
-
-/** Takes from the primary's ledger over IPC, matching each reply to its request by id. */
+/** Takes from the primary's ledger over IPC. */
 class ChannelLeaseCounter implements LeaseCounter {
-  private nextId = 1
-  private readonly pending = new Map<number, Pending>()
-  private readonly listener: MessageListener = (m) => this.receive(m)
-  /** Called on each reply: the primary is there. */
-  answered = () => {}
-
-  constructor(private readonly channel: LeaseChannel) {
-    channel.on('message', this.listener)
-  }
+  constructor(readonly requests: IpcRequests) {}
 
   get ready() {
-    return this.channel.connected === true && this.channel.send !== undefined
+    return this.requests.ready
   }
 
-  take(key: string, ttl: number, limit: number, demand: number, want: number): Promise<number> {
-    // Sending on a closed channel would emit an 'error' on `process`: refused here instead.
-    if (!this.ready) return Promise.reject(new Error('no IPC channel to the primary'))
-    const id = this.nextId++
-    const request: LeaseRequest = { tessera: 'lease', id, key, ttl, limit, demand, want }
-    return new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        // Timers run before the loop reads IPC: after a stall of the worker's own loop, the
-        // reply may be waiting in the pipe. It is read first, and wins (receive clears this).
-        setImmediate(() => {
-          if (this.pending.get(id)?.timer !== timer) return
-          // A reply later still is dropped: the primary counted a grant no one spends, which
-          // can only refuse early, never let more than the limit pass.
-          this.pending.delete(id)
-          reject(new Error(`the primary did not answer a lease within ${replyTimeoutMs} ms`))
-        })
-      }, replyTimeoutMs)
-      timer.unref()
-      this.pending.set(id, { resolve, reject, timer })
-      this.channel.send?.(request)
-    })
+  async take(key: string, ttl: number, limit: number, demand: number, want: number) {
+    const reply = await this.requests.ask('lease', { key, ttl, limit, demand, want })
+    if (!isLeaseReply(reply)) throw new Error('the primary answered a lease without a grant')
+    return reply.grant
   }
 
-  private receive(m: unknown) {
-    if (!isLeaseReply(m)) return
-    const pending = this.pending.get(m.id)
-    if (pending === undefined) return
-    this.pending.delete(m.id)
-    clearTimeout(pending.timer)
-    this.answered()
-    pending.resolve(m.grant)
-  }
-
-  async close() {
-    this.channel.off?.('message', this.listener)
-    for (const p of this.pending.values()) {
-      clearTimeout(p.timer)
-      p.reject(new Error('closed'))
-    }
-    this.pending.clear()
+  close() {
+    return this.requests.close()
   }
 }
 
@@ -182,8 +123,8 @@ class ChannelLeaseCounter implements LeaseCounter {
  */
 export class WorkerRateLimiter extends LeasingRateLimiter {
   constructor(channel: LeaseChannel, limit: number, log: Logger, intervalS = 60) {
-    const counter = new ChannelLeaseCounter(channel)
+    const counter = new ChannelLeaseCounter(new IpcRequests(channel))
     super(counter, limit, log, { keyPrefix: '', peer: 'the primary', each: 'worker' }, intervalS)
-    counter.answered = () => this.regained()
+    counter.requests.answered = () => this.regained()
   }
 }

@@ -9,7 +9,12 @@ import { encodeToken } from './codec.js'
 import { holdNew, policyOf } from './policy.js'
 import type { Principal } from './principal.js'
 import type { TokenRecords } from './records.js'
-import { normalizeAllowedIps, normalizeAllowedUrls, normalizeExpiresAt } from './rules.js'
+import {
+  creationRefusal,
+  normalizeAllowedIps,
+  normalizeAllowedUrls,
+  normalizeExpiresAt,
+} from './rules.js'
 
 /** The fields a client sets on create and update. */
 export interface TokenFields {
@@ -74,6 +79,8 @@ export class TokenCreation {
     input: TokenFields,
     actor: Actor,
   ): Promise<{ record: TokenRecord; document: string }> {
+    const refused = creationRefusal(principal, false)
+    if (refused !== undefined) throw refused
     const allowedUrls = normalizeAllowedUrls(input.allowedUrls)
     const allowedIps = normalizeAllowedIps(input.allowedIps)
     const expiresAt = normalizeExpiresAt(input.expiresAt, this.records.now())
@@ -117,6 +124,8 @@ export class TokenCreation {
     input: TemporaryInput,
     actor: Actor,
   ): Promise<TemporaryResult> {
+    const refused = creationRefusal(principal, true)
+    if (refused !== undefined) throw refused
     if (input.allowedUrls !== undefined) {
       fail('invalidResources', 'temporary tokens cannot have allowedUrls')
     }
@@ -136,8 +145,8 @@ export class TokenCreation {
     if (principal.exp !== undefined && exp > principal.exp) fail('expiresAfterAuthorizer')
     const scopes = this.records.checkScopes(account, principal, input.scopes ?? [])
     // A tk names no token that made it: one with tokens:write made by a rolled string would
-    // change the tokens that replaced it, which that string itself may not (refuseRetiringLine).
-    if (principal.retiring === true && scopes.includes('tokens:write')) {
+    // change the tokens that replaced it, which that string itself may not (refuseRetiring).
+    if (principal.retiresAt !== undefined && scopes.includes('tokens:write')) {
       fail('invalidScopes', 'a rolled token cannot give tokens:write to a temporary token')
     }
     const iat = Math.floor(now / 1000)

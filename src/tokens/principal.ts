@@ -9,8 +9,11 @@ export interface Principal {
   tokenId?: string
   /** tk: expiry in epoch seconds; pk/sk: its end of life, when it has one. */
   exp?: number
-  /** pk/sk: rolled, working until its grace ends (see TokenRecords.refuseRetiringLine). */
-  retiring?: true
+  /**
+   * pk/sk, rolled: when its grace ends (epoch ms). Until then it may make nothing that outlives
+   * that (creationRefusal, TokenRecords.refuseRetiring).
+   */
+  retiresAt?: number
   /** A token restricted to IP ranges: whether a client address is in them. */
   allowedIps?: (ip: string) => boolean
   /** The account's rate-limit key (`user:<username>`), built once per principal. */

@@ -12,7 +12,7 @@ import { encodeToken } from './codec.js'
 import { newTokenId, tokenIdPattern } from './ids.js'
 import type { Keyring } from './keyring.js'
 import type { Principal } from './principal.js'
-import { checkScopes } from './rules.js'
+import { checkScopes, retiringSince } from './rules.js'
 
 /** The fields of a new permanent token that its creator chooses. */
 export interface NewTokenFields {
@@ -110,20 +110,24 @@ export class TokenRecords {
   }
 
   /**
-   * A retiring token's string (rolled, working until its end) may not roll, update or delete
-   * another token of its line: the tokens that replaced it (or that it replaced, retiring too).
-   * Otherwise whoever still holds the old string (the reason it was rolled) could kill or take
-   * over its successor. `by`: the authorising token's id (none for the dashboard, CLI, admin).
-   * Read from the database: a roll on another instance counts at once.
+   * A retiring token's string (rolled, working until its end) may roll, update or delete no
+   * token but itself. Whoever still holds the old string (the reason it was rolled) must not
+   * outlive its grace through another token: an update answers with that token's string (an sk
+   * too), a roll with its successor's, and either may widen or unend it; nor kill or take over
+   * the tokens that replaced it. Its line (the tokens that replaced it, or that it replaced,
+   * retiring too) is refused with 403, any other token with the contract's 404 for what a kind of
+   * token may not do (as for its creates: creationRefusal). `by`: the authorising token's id
+   * (none for the dashboard, CLI, admin). Read from the database: a roll on another instance
+   * counts at once.
    */
-  async refuseRetiringLine(target: TokenRecord, by: string | undefined): Promise<void> {
+  async refuseRetiring(target: TokenRecord, by: string | undefined): Promise<void> {
     if (by === undefined || by === target.id) return
     const caller = await tokensRepo.find(this.db, by)
     if (caller?.retiresAt === undefined) return
-    if ((caller.lineage ?? caller.id) !== (target.lineage ?? target.id)) return
-    fail(
-      'retiringLine',
-      `the authorizing token was rolled and works until ${isoTime(caller.retiresAt)}: use the token that replaced it`,
-    )
+    const since = retiringSince(caller.retiresAt)
+    if ((caller.lineage ?? caller.id) === (target.lineage ?? target.id)) {
+      fail('retiringLine', `${since}: use the token that replaced it`)
+    }
+    fail('notFound', `${since}: it may change no token but itself; use the token that replaced it`)
   }
 }

@@ -1,7 +1,7 @@
 import { BlockList, isIP } from 'node:net'
-import { fail } from '../errors.js'
+import { ApiError, fail } from '../errors.js'
 import type { Scope, ScopeCatalog } from '../scopes/catalog.js'
-import { parseTimestamp } from '../time.js'
+import { isoTime, parseTimestamp } from '../time.js'
 import type { Principal } from './principal.js'
 
 /** Input rules shared by create, create temporary and update. Pure: no I/O. */
@@ -143,4 +143,40 @@ export function checkScopes(
     }
     return scope
   })
+}
+
+/** Whether a create's body asks for a temporary token: it has `expires` (CONTRACT.md section 4). */
+export const asksTemporary = (body: unknown): boolean =>
+  typeof body === 'object' && body !== null && 'expires' in body
+
+/** The start of every refusal of a rolled token's string that works out its grace. */
+export const retiringSince = (retiresAt: number) =>
+  `the authorizing token was rolled and works until ${isoTime(retiresAt)}`
+
+/**
+ * Whether the authorizing token may create a token of this kind at all, answered before its
+ * body is looked at: the contract's 404 `Not found` for a kind of token that may not (CONTRACT.md
+ * section 4). A permanent token only by an sk, and not by a rolled one's old string in its grace:
+ * like a temporary credential, that string must not mint a permanent one, which would keep
+ * whoever holds it (the reason it was rolled) in the account past the grace, free to delete the
+ * token that replaced it. A temporary token by an sk or tk; what that string makes of one is
+ * bounded by `TokenCreation.temporary`. The route, the create answered ahead of Fastify and the
+ * service all ask this.
+ */
+export function creationRefusal(principal: Principal, temporary: boolean): ApiError | undefined {
+  if (temporary) {
+    return principal.usage === 'pk'
+      ? new ApiError('notFound', 'a public token may not create temporary tokens')
+      : undefined
+  }
+  if (principal.usage !== 'sk') {
+    return new ApiError('notFound', 'only a secret token may create a permanent token')
+  }
+  if (principal.retiresAt !== undefined) {
+    return new ApiError(
+      'notFound',
+      `${retiringSince(principal.retiresAt)}: a rolled token cannot create a permanent token; use the token that replaced it`,
+    )
+  }
+  return undefined
 }

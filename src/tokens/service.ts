@@ -71,6 +71,11 @@ export class TokenService {
     return this.validator.validate(token)
   }
 
+  /** Whether a refusal of pk/sk `id` named `username` is that account's: see TokenValidator. */
+  owns(username: string, id: string): Promise<boolean> {
+    return this.validator.owns(username, id)
+  }
+
   /** What `validate` would answer now, uncounted and without waiting: see TokenValidator. */
   peek(token: string): Validation | undefined {
     return this.validator.peek(token)

@@ -49,7 +49,7 @@ export async function updateToken(
   const expiresAt = normalizeExpiresAt(input.expiresAt, records.now())
   const scopes = input.scopes && records.checkScopes(account, principal, input.scopes)
   const record = await records.find(account, id)
-  await records.refuseRetiringLine(record, principal.tokenId)
+  await records.refuseRetiring(record, principal.tokenId)
   const fields = ['note', 'scopes', 'allowedUrls', 'allowedIps', 'expiresAt'] as const
   const before = fields.map((k) => JSON.stringify(record[k] ?? null))
   const was = { expiresAt: record.expiresAt, allowedUrls: record.allowedUrls }
@@ -94,7 +94,7 @@ function rollEnd(expires: unknown, now: number): number {
  * default flag, created now), while the old string works until `expires` (now when absent;
  * at most 24 hours ahead). Rules as for update. A token is rolled once: a retiring one is
  * refused (409), also when two rolls race (the retire is conditional, in the transaction). The
- * new token records the first of its line (`lineage`): see refuseRetiringLine.
+ * new token records the first of its line (`lineage`): see refuseRetiring.
  */
 export async function rollToken(
   records: TokenRecords,
@@ -113,7 +113,7 @@ export async function rollToken(
   if (old.retiresAt !== undefined && old.retiresAt <= now) {
     fail('notFound', 'no token with this id in this account')
   }
-  await records.refuseRetiringLine(old, principal.tokenId)
+  await records.refuseRetiring(old, principal.tokenId)
   if (old.retiresAt !== undefined) return fail('tokenRetiring', retiringDetails(old.retiresAt))
   // The caller must hold every scope of the token, as to give them.
   records.checkScopes(account, principal, old.scopes)
@@ -172,7 +172,7 @@ export async function removeToken(
   const record = await records.find(account, id)
   if (record.isDefault) fail('defaultTokenUndeletable')
   // The token that authorised an API request is its actor (principalActor).
-  await records.refuseRetiringLine(record, actor.type === 'token' ? actor.id : undefined)
+  await records.refuseRetiring(record, actor.type === 'token' ? actor.id : undefined)
   const details = { usage: record.usage }
   const at = records.now()
   const event = auditEvent(at, 'token.deleted', actor, tokenTarget(id), account.username, details)

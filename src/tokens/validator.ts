@@ -1,4 +1,5 @@
 import type { Db } from '../db/database.js'
+import { goneTokensRepo } from '../db/gone-tokens.js'
 import { type AccountRecord, type TokenRecord, tokensRepo } from '../db/repositories.js'
 import { BoundedMap, type TokenCache } from './cache.js'
 import { type ParsedToken, parseToken, signatureMatches } from './codec.js'
@@ -22,8 +23,24 @@ export interface AccountLookup {
 
 export type Validation =
   | { code: 'TokenMalformed' }
-  | { code: Exclude<ValidationCode, 'TokenMalformed' | 'TokenValid'>; parsed: ParsedToken }
+  | {
+      code: Exclude<ValidationCode, 'TokenMalformed' | 'TokenValid'>
+      parsed: ParsedToken
+      /** Not made in the account that has its name now (if any): counted against nobody. */
+      unowned?: true
+    }
   | { code: 'TokenValid'; parsed: ParsedToken; principal: Principal }
+
+type Temporary = Extract<ParsedToken, { usage: 'tk' }>
+
+/** A token deleted while its account stayed: whose it was; null when not that (unowned). */
+type Gone = { username: string; created: string } | null
+
+const unowned = (code: 'TokenExpired' | 'TokenRevoked', parsed: ParsedToken): Validation => ({
+  code,
+  parsed,
+  unowned: true,
+})
 
 /**
  * The hot path: every request of every API behind Tessera validates a token. Verified strings,
@@ -40,6 +57,13 @@ export class TokenValidator {
   /** One Principal per cached record or verified temporary token. */
   private readonly principals = new WeakMap<TokenRecord | ParsedToken, Principal>()
   private readonly createdSeconds = new WeakMap<AccountRecord, number>()
+  /**
+   * Signed pk/sk ids with no record, and whose each was (see Gone): an id never comes back, so
+   * a string of a deleted token costs one look in the database per instance, not one a request.
+   */
+  private readonly gone = new BoundedMap<Gone>(50_000)
+  /** Expired temporary tokens not made in the account that has their name now (unowned). */
+  private readonly strangers = new WeakSet<ParsedToken>()
 
   constructor(
     private readonly db: Db,
@@ -73,7 +97,7 @@ export class TokenValidator {
       this.verified.set(tail, { token, parsed })
     }
     if (parsed.usage === 'tk') {
-      if (parsed.payload.exp * 1000 <= this.now()) return { code: 'TokenExpired', parsed }
+      if (parsed.payload.exp * 1000 <= this.now()) return this.expired(parsed)
       const temporary = parsed
       const account = this.accounts.find(parsed.payload.u)
       return account instanceof Promise
@@ -85,8 +109,93 @@ export class TokenValidator {
     // The cache holds records by their ids alone: a hit needs no check of the id's shape.
     const cached = typeof a === 'string' ? this.cache.get(a) : undefined
     if (cached !== undefined) return this.againstRecord(permanent, cached)
-    if (typeof a !== 'string' || !tokenIdPattern.test(a)) return { code: 'TokenRevoked', parsed }
-    return this.load(a).then((record) => this.againstRecord(permanent, record))
+    if (typeof a !== 'string' || !tokenIdPattern.test(a)) return unowned('TokenRevoked', parsed)
+    const gone = this.gone.get(a)
+    if (gone !== undefined) return this.ofGone(permanent, a, gone)
+    return this.load(a).then((record) =>
+      record === undefined ? this.loadGone(permanent, a) : this.againstRecord(permanent, record),
+    )
+  }
+
+  /** A signed pk/sk id with no record: whose it was, kept (see `gone`). */
+  private async loadGone(parsed: ParsedToken, id: string): Promise<Validation> {
+    const gone = (await goneTokensRepo.find(this.db, id)) ?? null
+    this.gone.set(id, gone)
+    return this.ofGone(parsed, id, gone)
+  }
+
+  /**
+   * Whether a refusal of pk/sk `id` named `username` (a verifier's report says so) is counted
+   * against the account that has that name now: validate's rule, without the string. The id is
+   * that account's record, or was deleted from it (gone_tokens) and the account is the one it
+   * was made in; anything else is nobody's. From the caches when it can (record, `gone`), so a
+   * repeat costs no query; the record cache's lookups are not counted (not a validation).
+   */
+  async owns(username: string, id: string): Promise<boolean> {
+    let record = this.cache.peek(id)
+    let gone = record === undefined ? this.gone.get(id) : undefined
+    if (record === undefined && gone === undefined) {
+      record = await this.load(id)
+      if (record === undefined) {
+        gone = (await goneTokensRepo.find(this.db, id)) ?? null
+        this.gone.set(id, gone)
+      }
+    }
+    if (record !== undefined) {
+      if (record.username !== username) return false
+      const account = await this.accounts.find(username)
+      return account !== undefined && record.created >= account.created
+    }
+    if (gone == null || gone.username !== username) return false
+    return this.madeIn(id, gone.created, await this.accounts.find(username))
+  }
+
+  /**
+   * A deleted pk/sk: revoked, counted against its account while the account that has its name
+   * is the one it was made in, else against nobody (a string of a deleted account, or of one
+   * deleted before gone_tokens kept anything). Once its account is gone, so is its claim.
+   */
+  private ofGone(parsed: ParsedToken, id: string, gone: Gone): Validation | Promise<Validation> {
+    if (gone === null || gone.username !== parsed.payload.u) return unowned('TokenRevoked', parsed)
+    const account = this.accounts.find(gone.username)
+    return account instanceof Promise
+      ? account.then((a) => this.goneOf(parsed, id, gone.created, a))
+      : this.goneOf(parsed, id, gone.created, account)
+  }
+
+  private goneOf(p: ParsedToken, id: string, created: string, account?: AccountRecord): Validation {
+    return this.madeIn(id, created, account)
+      ? { code: 'TokenRevoked', parsed: p }
+      : unowned('TokenRevoked', p)
+  }
+
+  /** Whether a deleted token (made at `created`) was made in the account that has its name. */
+  private madeIn(id: string, created: string, account: AccountRecord | undefined): boolean {
+    if (account !== undefined && account.created <= created) return true
+    // No account has its name, or a later one: the one it was made in never will again.
+    this.gone.set(id, null)
+    return false
+  }
+
+  /**
+   * A validly signed tk past its end: expired, counted against its account while the account
+   * that has its name is the one that issued it (see temporaryOf), else against nobody.
+   */
+  private expired(parsed: Temporary): Validation | Promise<Validation> {
+    if (this.strangers.has(parsed)) return unowned('TokenExpired', parsed)
+    const account = this.accounts.find(parsed.payload.u)
+    return account instanceof Promise
+      ? account.then((a) => this.expiredOf(parsed, a))
+      : this.expiredOf(parsed, account)
+  }
+
+  private expiredOf(parsed: Temporary, account: AccountRecord | undefined): Validation {
+    if (account !== undefined && parsed.payload.iat >= this.createdSecond(account)) {
+      return { code: 'TokenExpired', parsed }
+    }
+    // No account has its name, or a later one: the one that issued it never will again.
+    this.strangers.add(parsed)
+    return unowned('TokenExpired', parsed)
   }
 
   /**
@@ -117,14 +226,12 @@ export class TokenValidator {
    * A validly signed tk: valid while its account exists, is enabled, and is the account that
    * issued it (not a later one of the same name: issued before the account was created).
    */
-  private temporaryOf(
-    parsed: Extract<ParsedToken, { usage: 'tk' }>,
-    account: AccountRecord | undefined,
-  ): Validation {
+  private temporaryOf(parsed: Temporary, account: AccountRecord | undefined): Validation {
     const { u, scopes, exp, iat } = parsed.payload
-    if (account === undefined || account.disabled || iat < this.createdSecond(account)) {
-      return { code: 'TokenRevoked', parsed }
+    if (account === undefined || iat < this.createdSecond(account)) {
+      return unowned('TokenRevoked', parsed)
     }
+    if (account.disabled) return { code: 'TokenRevoked', parsed }
     let principal = this.principals.get(parsed)
     if (principal === undefined) {
       principal = {
@@ -150,7 +257,7 @@ export class TokenValidator {
       record.username !== parsed.payload.u ||
       record.usage !== parsed.usage
     ) {
-      return { code: 'TokenRevoked', parsed }
+      return unowned('TokenRevoked', parsed)
     }
     const account = this.accounts.find(record.username)
     return account instanceof Promise
@@ -164,12 +271,11 @@ export class TokenValidator {
     record: TokenRecord,
     account: AccountRecord | undefined,
   ): Validation {
-    if (
-      account === undefined ||
-      account.disabled ||
-      record.created < account.created ||
-      (record.retiresAt !== undefined && record.retiresAt <= this.now())
-    ) {
+    // Not made in the account that has its name now: counted against nobody.
+    if (account === undefined || record.created < account.created) {
+      return unowned('TokenRevoked', parsed)
+    }
+    if (account.disabled || (record.retiresAt !== undefined && record.retiresAt <= this.now())) {
       return { code: 'TokenRevoked', parsed }
     }
     // Tessera's end of life of a pk or sk (expiresAt), epoch ms since the record was read.
@@ -207,7 +313,7 @@ export class TokenValidator {
       // would end one made in the grace).
       const end = Math.min(record.expiresAt ?? Infinity, record.retiresAt ?? Infinity)
       if (end !== Infinity) principal.exp = Math.floor(end / 1000)
-      if (record.retiresAt !== undefined) principal.retiring = true
+      if (record.retiresAt !== undefined) principal.retiresAt = record.retiresAt
       this.principals.set(record, principal)
     }
     return principal

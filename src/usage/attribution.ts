@@ -35,7 +35,9 @@ const nobody = meterKey('', '')
 /**
  * Whom a validation is counted against (docs/metering.md, "Attribution"). A valid token: its
  * account and id (a tk has none). Expired or revoked: the signature verified, so the payload
- * is ours and says whose it was. Malformed or invalid: nobody's, so that no one can charge
+ * is ours and says whose it was; but nobody's when the account that has that name now is not
+ * the one that made it (`unowned`: none has it, or a later one does, which must not see a
+ * former account's counts). Malformed or invalid: nobody's, so that no one can charge
  * refusals to an account by sending strings that name it.
  */
 export function keyOf(validation: Validation): string {
@@ -44,6 +46,7 @@ export function keyOf(validation: Validation): string {
     return principal.meterKey ?? meterKey(principal.username, principal.tokenId ?? '')
   }
   if (validation.code === 'TokenMalformed' || validation.code === 'TokenInvalid') return nobody
+  if (validation.unowned === true) return nobody
   const { parsed } = validation
   const { u } = parsed.payload
   // Signed by one of our keys, so a username; checked all the same, as the columns are bounded.

@@ -16,39 +16,39 @@ import {
   type UsageRow,
 } from './buckets.js'
 import { type OutcomeCounts, outcomes } from './outcomes.js'
+import { PendingWindows, type Window } from './pending.js'
 
-export type { Bucket, Resolution, SeriesQuery, TokenActivity, UsageRange, UsageRow }
+export type { Bucket, Resolution, SeriesQuery, TokenActivity, UsageRange, UsageRow, Window }
 
 const minuteMs = 60_000
 const dayMs = 86_400_000
 /** Days of hourly counts `activity` answers (the token page's chart). */
 export const usageDays = 30
 
-interface Window {
-  minute: number
-  counts: Map<string, number[]>
-}
-
 /**
  * Verifications by outcome per (account, token id, minute), counted in memory on the hot path
- * (a clock read and one Map update) in windows of one calendar minute, and written once a
- * minute: the minute rows, and the same counts added to the hour and day rows, in one
- * transaction (docs/metering.md). Upserts that add: every instance's counts sum up.
+ * (a clock read and one Map update) in windows of one calendar minute, and written every
+ * `start`'s interval (USAGE_FLUSH_SECONDS; a worker hands them to its primary every second
+ * instead): the minute rows, and the same counts added to the hour and day rows, in one
+ * transaction a minute (docs/metering.md). Upserts that add: every instance's counts sum up,
+ * and a minute written in several flushes too.
  */
 export class Meter {
   private counts = new Map<string, number[]>()
   private windowStart = 0
   private windowEnd = 0
-  /** Closed windows not written yet, oldest first, and their keys. */
-  private pending: Window[] = []
-  private pendingKeys = 0
+  /** Closed windows (and flushed parts of the current one) not written yet. */
+  private readonly pending = new PendingWindows()
   private timer: NodeJS.Timeout | undefined
   private stopped = false
   private flushing: Promise<void> = Promise.resolve()
-  /** The most `pending` holds (a database away for two hours); past it the oldest go. */
-  maxPending = { windows: 120, keys: 1_000_000 }
-  /** Windows (and their keys) dropped unwritten past `maxPending`, since start. */
-  readonly dropped = { windows: 0, keys: 0 }
+  /**
+   * Where a flush hands its windows (the empty list too) instead of writing them: a worker's
+   * primary. False when it cannot take them: they are written here.
+   */
+  handover: ((windows: Window[]) => boolean) | undefined
+  /** How often `start` flushes (USAGE_FLUSH_SECONDS; a worker's hand-over: every second). */
+  flushEveryMs = minuteMs
 
   constructor(
     private readonly db: Db,
@@ -59,8 +59,21 @@ export class Meter {
     private readonly onError: (err: unknown) => void = () => {},
   ) {}
 
-  /** A window dropped unwritten past `maxPending` (its minute, epoch ms; its keys). */
-  onDrop: (minute: number, keys: number) => void = () => {}
+  /** The most kept unwritten (a database away for two hours); past it the oldest go. */
+  get maxPending() {
+    return this.pending.max
+  }
+  set maxPending(max: { windows: number; keys: number }) {
+    this.pending.max = max
+  }
+  /** Windows (and their keys) dropped unwritten past `maxPending`, since start. */
+  get dropped(): { readonly windows: number; readonly keys: number } {
+    return this.pending.dropped
+  }
+  /** A window dropped unwritten past `maxPending` (its minute, epoch ms; keys; verifications). */
+  set onDrop(listener: PendingWindows['onDrop']) {
+    this.pending.onDrop = listener
+  }
 
   /** `n` verifications of `account`'s token `tokenId` ('' for none) that came to `outcome`. */
   count(account: string, tokenId: string, outcome: number, n = 1): void {
@@ -73,6 +86,11 @@ export class Meter {
     this.add(keyOf(validation), outcome, 1)
   }
 
+  /** Counts another process counted (a worker's, handed over): written with the next flush. */
+  receive(minute: number, counts: Map<string, number[]>): void {
+    this.pending.add(minute, counts)
+  }
+
   private add(key: string, outcome: number, n: number) {
     if (this.now() >= this.windowEnd) this.rotate()
     let counts = this.counts.get(key)
@@ -83,28 +101,14 @@ export class Meter {
     counts[outcome] = (counts[outcome] as number) + n
   }
 
-  /** Closes the current window (if it counted anything) and opens the one of this minute. */
+  /** Moves the current window's counts to `pending` and opens the window of this minute. */
   private rotate() {
     if (this.counts.size > 0) {
-      this.pending.push({ minute: this.windowStart, counts: this.counts })
-      this.pendingKeys += this.counts.size
+      this.pending.add(this.windowStart, this.counts)
       this.counts = new Map()
-      this.bound()
     }
     this.windowStart = Math.floor(this.now() / minuteMs) * minuteMs
     this.windowEnd = this.windowStart + minuteMs
-  }
-
-  /** Drops the oldest windows past `maxPending`, counted in `dropped`. */
-  private bound() {
-    const max = this.maxPending
-    while (this.pending.length > max.windows || this.pendingKeys > max.keys) {
-      const w = this.pending.shift() as Window
-      this.pendingKeys -= w.counts.size
-      this.dropped.windows++
-      this.dropped.keys += w.counts.size
-      this.onDrop(w.minute, w.counts.size)
-    }
   }
 
   /** Writes a verifier's counts now, with its (reporter, batch) in the same transaction: false
@@ -129,12 +133,12 @@ export class Meter {
     )
   }
 
-  /** Flushes after every minute's end until stopped. */
-  start(): void {
+  /** Flushes every `everyMs` (at its multiples, and so at each minute's end) until stopped. */
+  start(everyMs = this.flushEveryMs): void {
     this.stopped = false
     const schedule = () => {
       if (this.stopped) return
-      const wait = minuteMs - (Date.now() % minuteMs) + 50
+      const wait = everyMs - (Date.now() % everyMs) + 50
       this.timer = setTimeout(() => {
         this.timer = undefined
         void this.flush().finally(schedule)
@@ -150,15 +154,15 @@ export class Meter {
   }
 
   /**
-   * Writes everything counted so far, window by window, each in its own transaction: a window
-   * that fails is kept for the next flush (within `maxPending`), the ones after it are written.
+   * Writes everything counted so far (or hands it over), window by window, each in its own
+   * transaction: a window that fails is kept for the next flush (within `maxPending`), the ones
+   * after it are written.
    */
   flush(): Promise<void> {
     const run = async () => {
       this.rotate()
-      const windows = this.pending
-      this.pending = []
-      this.pendingKeys = 0
+      const windows = this.pending.take()
+      if (this.handover?.(windows)) return
       const failed: Window[] = []
       let error: unknown
       for (const w of windows) {
@@ -170,9 +174,7 @@ export class Meter {
         }
       }
       if (failed.length === 0) return
-      this.pending = failed.concat(this.pending)
-      this.pendingKeys = this.pending.reduce((n, w) => n + w.counts.size, 0)
-      this.bound()
+      this.pending.putBack(failed)
       this.onError(error)
     }
     this.flushing = this.flushing.then(run, run)

@@ -86,8 +86,16 @@ describe('the admin API over HTTPS, with keys kept in DATA_DIR', () => {
       status: 401,
       body: { message: 'Unauthorized' },
     })
-    const made = await tessera(server.env, 'admin-key', 'create', '--note', 'backend')
-    expect(Object.keys(made)).toEqual(['id', 'key', 'created'])
+    const made = await tessera(
+      server.env,
+      'admin-key',
+      'create',
+      '--scope',
+      'admin',
+      '--note',
+      'backend',
+    )
+    expect(Object.keys(made)).toEqual(['id', 'key', 'scope', 'created'])
     expect(made.key).toMatch(new RegExp(`^tsa_${made.id}_[A-Za-z0-9_-]{43}$`))
 
     const created = await adminCall(server, made.key, 'POST', '/admin/v1/accounts', {
@@ -128,7 +136,7 @@ describe('the admin API over HTTPS, with keys kept in DATA_DIR', () => {
     expect(doc.body.paths['/admin/v1/accounts'].post.tags).toEqual(['admin'])
 
     expect(await tessera(server.env, 'admin-key', 'list')).toEqual([
-      { id: made.id, created: made.created, note: 'backend' },
+      { id: made.id, scope: 'admin', created: made.created, note: 'backend' },
     ])
     const revoked = await tessera(server.env, 'admin-key', 'revoke', made.id)
     expect(revoked).toEqual({ id: made.id, revoked: expect.stringMatching(/Z$/) })
@@ -142,9 +150,59 @@ describe('the admin API over HTTPS, with keys kept in DATA_DIR', () => {
     })
   })
 
+  it('refuses a verifier-scoped key of the CLI with 403 on accounts, portal links, roll, credits and the audit log; it introspects', async () => {
+    const ops = await tessera(server.env, 'admin-key', 'create', '--scope', 'admin')
+    const edge = await tessera(
+      server.env,
+      'admin-key',
+      'create',
+      '--scope',
+      'verifier',
+      '--note',
+      'edge',
+    )
+    expect(edge).toMatchObject({ scope: 'verifier', key: expect.stringMatching(/^tsa_/) })
+    expect(await refused(server.env, 'admin-key', 'create', '--scope', 'root')).toEqual({
+      code: 1,
+      stderr:
+        'tessera: admin-key create needs --scope verifier (introspection, leases, usage reports ' +
+        'and the event stream: for @tessera/verifier) or --scope admin (every route); not root\n',
+    })
+    const account = await adminCall(server, ops.key, 'POST', '/admin/v1/accounts', {
+      username: 'scoped',
+    })
+    expect(account.status).toBe(201)
+    const token = account.body.defaultToken
+    for (const [method, route, body] of [
+      ['POST', '/admin/v1/accounts', { username: 'mallory' }],
+      ['POST', '/admin/v1/accounts/scoped/portal-links', { email: 'm@example.com', role: 'owner' }],
+      ['POST', `/admin/v1/accounts/scoped/tokens/${token.id}/roll`, {}],
+      ['PUT', '/admin/v1/accounts/scoped/credits', { remaining: 1000 }],
+      ['GET', '/admin/v1/audit', undefined],
+      ['DELETE', '/admin/v1/accounts/scoped', undefined],
+    ] as const) {
+      const res = await adminCall(server, edge.key, method, route, body)
+      expect([route, res.status, res.body]).toEqual([
+        route,
+        403,
+        {
+          message: "the operator key's scope does not allow this",
+          details: `key ${edge.id} has the verifier scope; ${method} ${route.replace(token.id, ':token_id').replace('/scoped', '/:username')} needs the admin scope`,
+        },
+      ])
+    }
+    const introspected = await adminCall(server, edge.key, 'POST', '/admin/v1/introspect', {
+      token: token.token,
+    })
+    expect([introspected.status, introspected.body.active]).toEqual([200, true])
+    expect(await retrieve(server, token.token)).toBe('TokenValid')
+    await tessera(server.env, 'admin-key', 'revoke', ops.id)
+    await tessera(server.env, 'admin-key', 'revoke', edge.id)
+  })
+
   it('prints the audit log with tessera audit, with the CLI changes recorded', async () => {
     const rotated = await tessera(server.env, 'keys', 'rotate')
-    const made = await tessera(server.env, 'admin-key', 'create')
+    const made = await tessera(server.env, 'admin-key', 'create', '--scope', 'verifier')
     await tessera(server.env, 'admin-key', 'revoke', made.id)
     const events = await tessera(
       server.env,
@@ -165,6 +223,7 @@ describe('the admin API over HTTPS, with keys kept in DATA_DIR', () => {
           action: 'admin_key.created',
           actor: { type: 'cli' },
           target: { type: 'admin_key', id: made.id },
+          details: { scope: 'verifier' },
         },
         {
           action: 'signing_key.added',
@@ -193,12 +252,22 @@ describe('operator keys given in ADMIN_KEYS', () => {
   it('admin-key create prints the new ADMIN_KEYS value; the server started with it takes the key', async () => {
     const first = `ops:${'s'.repeat(40)}`
     const DATA_DIR = mkdtempSync(path.join(tmpdir(), 'tessera-admin-'))
-    const made = await tessera({ DATA_DIR, ADMIN_KEYS: first }, 'admin-key', 'create')
+    const env = { DATA_DIR, ADMIN_KEYS: first }
+    const made = await tessera(env, 'admin-key', 'create', '--scope', 'admin')
     // Nothing is stored: the environment is the list.
     expect(readdirSync(DATA_DIR)).toEqual([])
-    expect(Object.keys(made)).toEqual(['id', 'key', 'created', 'ADMIN_KEYS'])
+    expect(Object.keys(made)).toEqual(['id', 'key', 'scope', 'created', 'ADMIN_KEYS'])
     expect(made.ADMIN_KEYS).toBe(`${first},${made.id}:${made.key}`)
-    const server = await startServer({ ADMIN_KEYS: made.ADMIN_KEYS })
+    const edge = await tessera(env, 'admin-key', 'create', '--scope', 'verifier')
+    expect(edge.ADMIN_KEYS).toBe(`${first},${edge.id}@verifier:${edge.key}`)
+    expect(await refused(env, 'admin-key', 'create')).toEqual({
+      code: 1,
+      stderr:
+        'tessera: admin-key create needs --scope verifier (introspection, leases, usage reports ' +
+        'and the event stream: for @tessera/verifier) or --scope admin (every route)\n',
+    })
+    const ADMIN_KEYS = `${made.ADMIN_KEYS},${edge.id}@verifier:${edge.key}`
+    const server = await startServer({ ADMIN_KEYS })
     try {
       const answer = await adminCall(server, made.key, 'GET', '/admin/v1/accounts')
       expect([answer.status, answer.body]).toEqual([200, []])
@@ -206,9 +275,14 @@ describe('operator keys given in ADMIN_KEYS', () => {
         200,
       )
       expect(await tessera(server.env, 'admin-key', 'list')).toEqual([
-        { id: 'ops' },
-        { id: made.id },
+        { id: 'ops', scope: 'admin' },
+        { id: made.id, scope: 'admin' },
+        { id: edge.id, scope: 'verifier' },
       ])
+      expect(await adminCall(server, edge.key, 'GET', '/admin/v1/accounts')).toMatchObject({
+        status: 403,
+        body: { message: "the operator key's scope does not allow this" },
+      })
       expect(await refused(server.env, 'admin-key', 'revoke', 'ops')).toEqual({
         code: 1,
         stderr: 'tessera: ADMIN_KEYS is set: change it on every instance instead\n',

@@ -201,7 +201,7 @@ const cases: Case[] = [
   {
     what: 'ADMIN_KEYS',
     env: () => ({ ADMIN_KEYS: 'junk' }),
-    line: /^ADMIN_KEYS must be a comma-separated list of id:secret$/,
+    line: /^ADMIN_KEYS must be a comma-separated list of id:secret or id@scope:secret$/,
   },
   {
     what: 'ADMIN_KEYS with a short secret',
@@ -326,6 +326,12 @@ const cases: Case[] = [
     what: 'WORKER_TIMEOUT_SECONDS',
     env: () => ({ WORKERS: '2', WORKER_TIMEOUT_SECONDS: '9' }),
     line: /^WORKER_TIMEOUT_SECONDS must be an integer between 10 and 3600, got "9"$/,
+    entries: ['server'],
+  },
+  {
+    what: 'USAGE_FLUSH_SECONDS',
+    env: () => ({ USAGE_FLUSH_SECONDS: '0' }),
+    line: /^USAGE_FLUSH_SECONDS must be an integer between 1 and 60, got "0"$/,
     entries: ['server'],
   },
 ]

@@ -297,20 +297,51 @@ const servers: ServerProcess[] = []
 const storage = dialectEnv()
 // The signing keys (signing-keys.json) and the TLS certificate outlive the process here.
 const dataDir = mkdtempSync(path.join(tmpdir(), 'tessera-crash-'))
+/** An operator key of the admin scope (`id:secret`), to read the usage with. */
+const adminKey = { id: 'crash', secret: 'a-secret-of-the-crash-test-only-0123456789' }
+const env = {
+  ...storage.env,
+  DATA_DIR: dataDir,
+  RATE_LIMIT_PER_MINUTE: '1000000',
+  LOG_LEVEL: 'warn',
+  USAGE_FLUSH_SECONDS: '1',
+  ADMIN_KEYS: `${adminKey.id}:${adminKey.secret}`,
+}
 afterAll(async () => {
   for (const server of servers) await server.stop()
   await storage.drop()
   rmSync(dataDir, { recursive: true, force: true })
 })
 
+/** The server the test before left running (with the account `crash`), or one of its own. */
+async function running(): Promise<ServerProcess> {
+  const last = servers.at(-1)
+  if (last !== undefined) return last
+  const server = await startServer(env)
+  servers.push(server)
+  await tessera(server.env, 'account', 'create', user)
+  return server
+}
+
+/** A GET of the admin API with an operator key. */
+function adminGet(server: ServerProcess, key: string, route: string) {
+  return new Promise<{ status: number; body: unknown }>((resolve, reject) => {
+    const headers = { authorization: `Bearer ${key}` }
+    const ca = readFileSync(server.certFile)
+    const req = request(`${server.url}${route}`, { headers, ca, agent: false }, (res) => {
+      let text = ''
+      res.on('data', (d) => {
+        text += d
+      })
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }))
+    })
+    req.on('error', reject)
+    req.end()
+  })
+}
+
 describe('a server killed with SIGKILL under load', () => {
   it('restarts with every acknowledged create, update and delete, and nothing never asked for', async () => {
-    const env = {
-      ...storage.env,
-      DATA_DIR: dataDir,
-      RATE_LIMIT_PER_MINUTE: '1000000',
-      LOG_LEVEL: 'warn',
-    }
     let server = await startServer(env)
     servers.push(server)
     const account = await tessera(server.env, 'account', 'create', user)
@@ -354,4 +385,35 @@ describe('a server killed with SIGKILL under load', () => {
     })
     expect(Math.min(total.creates, total.updates, total.deletes, total.inFlight)).toBeGreaterThan(0)
   }, 60_000)
+})
+
+describe('the usage counts of a server killed with SIGKILL', () => {
+  it('keeps the counts and last use of verifications written a flush (USAGE_FLUSH_SECONDS) before the kill', async () => {
+    let server = await running()
+    const key = adminKey.secret
+    const pk = await tessera(server.env, 'token', 'create', user, '--scopes', 'styles:read')
+    const from = new Date(Date.now() - 60_000).toISOString()
+    for (let i = 0; i < 20; i++) {
+      expect((await api(server, 'GET', '/tokens/v2', pk.token)).body.code).toBe('TokenValid')
+    }
+    const to = new Date(Date.now() + 120_000).toISOString()
+    const route = `/admin/v1/accounts/${user}/usage?from=${from}&to=${to}&resolution=minute&token=${pk.id}`
+    const valid = async () =>
+      ((await adminGet(server, key, route)).body as { totals: { valid?: number } }).totals.valid
+    // Written within a flush, with no shutdown (every second here; a loaded machine may run the
+    // timer late).
+    const deadline = Date.now() + 5_000
+    while ((await valid()) !== 20 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    expect(await valid()).toBe(20)
+    await server.kill('SIGKILL')
+    server = await startServer(env)
+    servers.push(server)
+    expect(await valid()).toBe(20)
+    const token = await adminGet(server, key, `/admin/v1/accounts/${user}/tokens/${pk.id}/usage`)
+    expect((token.body as { lastUsed: string }).lastUsed).toMatch(
+      /^\d{4}-\d\d-\d\dT\d\d:\d\d:00\.000Z$/,
+    )
+  })
 })

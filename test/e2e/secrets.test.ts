@@ -398,7 +398,10 @@ describe('a full session at LOG_LEVEL=trace', () => {
       'token',
     )
     keep((await cli('token', 'create', 'alice', '--note', 'cli pk')).token, 'token')
-    const adminKey = keep((await cli('admin-key', 'create', '--note', 'scan')).key, 'admin key')
+    const adminKey = keep(
+      (await cli('admin-key', 'create', '--scope', 'admin', '--note', 'scan')).key,
+      'admin key',
+    )
 
     // Every token API route, with the token under every spelling the server accepts.
     let requests = 0

@@ -15,6 +15,7 @@ import {
   keepSending,
   pair,
   pinned,
+  replaced,
   workerPids,
 } from './workers.js'
 
@@ -45,15 +46,20 @@ async function startWorkers(extraEnv: Record<string, string> = {}) {
   return { server, cli, dataDir }
 }
 
+/** The secret of the shared instance's operator key (`ADMIN_KEYS`, the admin scope). */
+const adminSecret = 'a-secret-of-the-workers-test-only-0123456789'
 let sharedOne: ReturnType<typeof startWorkers> | undefined
 /** One instance for the tests that need no settings of their own, with an account `acme`. */
 const shared = () => {
-  sharedOne ??= startWorkers({ RATE_LIMIT_PER_MINUTE: '1000000', METRICS_PORT: '0' }).then(
-    async (started) => {
-      await started.cli('account', 'create', 'acme')
-      return started
-    },
-  )
+  sharedOne ??= startWorkers({
+    RATE_LIMIT_PER_MINUTE: '1000000',
+    METRICS_PORT: '0',
+    USAGE_FLUSH_SECONDS: '1',
+    ADMIN_KEYS: `workers:${adminSecret}`,
+  }).then(async (started) => {
+    await started.cli('account', 'create', 'acme')
+    return started
+  })
   return sharedOne
 }
 
@@ -190,6 +196,77 @@ describe('WORKERS=2 on SQLite', () => {
       else c.agent.destroy()
     }
     expect(code(await (replacement as Connection).send('GET', route))).toBe('TokenValid')
+  })
+
+  it('keeps the usage counts and last use of a worker killed (SIGKILL) a second after its verifications', async () => {
+    const { server, cli } = await shared()
+    const pk = await cli('token', 'create', 'acme', '--scopes', 'styles:read')
+    const from = new Date(Date.now() - 60_000).toISOString()
+    const [a] = await pair(server)
+    for (let i = 0; i < 20; i++) {
+      expect(code(await a.send('GET', `/tokens/v2?access_token=${pk.token}`))).toBe('TokenValid')
+    }
+    // Past its hand-over to the primary (every second): the worker holds none of these now,
+    // and the other worker never counted them.
+    await sleep(1_500)
+    const victim = new Map([[0, workerPids(server).get(0) ?? 0]])
+    process.kill(victim.get(0) ?? 0, 'SIGKILL')
+    await replaced(server, victim)
+    const c = connection(server)
+    const auth = { authorization: `Bearer ${adminSecret}` }
+    const read = async () => {
+      const to = new Date(Date.now() + 120_000).toISOString()
+      const usage = await c.send(
+        'GET',
+        `/admin/v1/accounts/acme/usage?from=${from}&to=${to}&resolution=minute&token=${pk.id}`,
+        undefined,
+        auth,
+      )
+      const token = await c.send(
+        'GET',
+        `/admin/v1/accounts/acme/tokens/${pk.id}/usage`,
+        undefined,
+        auth,
+      )
+      return { totals: JSON.parse(usage.body).totals, lastUsed: JSON.parse(token.body).lastUsed }
+    }
+    // The primary writes them within USAGE_FLUSH_SECONDS (1 s here).
+    let seen = await read()
+    for (let i = 0; i < 30 && seen.totals.valid !== 20; i++) {
+      await sleep(100)
+      seen = await read()
+    }
+    expect(seen.totals).toEqual({ valid: 20 })
+    expect(seen.lastUsed).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:00\.000Z$/)
+    const metricsUrl = /Prometheus metrics: (\S+)/.exec(server.output())?.[1] ?? ''
+    const text = await (await fetch(metricsUrl)).text()
+    expect(text).toMatch(/^tessera_usage_lost_total\{cause="worker_killed"\} \d+$/m)
+  })
+
+  it('counts one sign-in throttle across workers: of 10 wrong passwords for a username, 5 are checked', async () => {
+    const { server } = await shared()
+    const [a, b] = await pair(server)
+    const wrong = (c: Connection) =>
+      c.send('POST', '/account/sign-in', new URLSearchParams({ username: 'acme', password: 'no' }))
+    const statuses: number[] = []
+    for (let i = 0; i < 5; i++) {
+      for (const answer of await Promise.all([wrong(a), wrong(b)])) statuses.push(answer.status)
+    }
+    expect(statuses.sort()).toEqual([401, 401, 401, 401, 401, 429, 429, 429, 429, 429])
+  })
+
+  it('counts one passkey-challenge limit across workers: of 40 asked for by an address, 30 are given', async () => {
+    const { server } = await shared()
+    const [a, b] = await pair(server)
+    const ask = (c: Connection) =>
+      c.send('POST', '/account/passkeys/signin/options', new URLSearchParams())
+    const statuses = new Map<number, number>()
+    for (let i = 0; i < 20; i++) {
+      for (const { status } of await Promise.all([ask(a), ask(b)])) {
+        statuses.set(status, (statuses.get(status) ?? 0) + 1)
+      }
+    }
+    expect(Object.fromEntries(statuses)).toEqual({ 200: 30, 429: 10 })
   })
 
   it('drains every worker on SIGTERM as one instance drains, and exits 0', async () => {

@@ -13,9 +13,15 @@ export interface Answer {
 /** A keep-alive connection of its own: every request on it goes to the same worker. */
 export function connection(server: Started) {
   const agent = new Agent({ keepAlive: true, maxSockets: 1, ca: server.ca })
-  const send = (method: string, route: string, body?: unknown) =>
+  /** A JSON body, or a form's fields (sent from the server's own origin, as a page sends it). */
+  const send = (
+    method: string,
+    route: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ) =>
     new Promise<Answer>((resolve, reject) => {
-      const req = request(`${server.url}${route}`, { method, agent }, (res) => {
+      const req = request(`${server.url}${route}`, { method, agent, headers }, (res) => {
         let text = ''
         res.on('data', (d) => {
           text += d
@@ -23,6 +29,11 @@ export function connection(server: Started) {
         res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }))
       })
       req.on('error', reject)
+      if (body instanceof URLSearchParams) {
+        req.setHeader('content-type', 'application/x-www-form-urlencoded')
+        req.setHeader('origin', new URL(server.url).origin)
+        return req.end(body.toString())
+      }
       if (body !== undefined) req.setHeader('content-type', 'application/json')
       req.end(body === undefined ? undefined : JSON.stringify(body))
     })
@@ -53,6 +64,23 @@ export async function pair(server: Started): Promise<[Connection, Connection]> {
   const [[a], [b]] = await pinned(server, 1)
   if (a === undefined || b === undefined) throw new Error('not a connection to each worker')
   return [a, b]
+}
+
+/** Waits until the workers of `killed` (pid by index) have been replaced and answer /readyz. */
+export async function replaced(server: Started, killed: Map<number, number>, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs
+  const waiting = new Set(killed.keys())
+  while (waiting.size > 0) {
+    if (Date.now() > deadline) throw new Error(`workers ${[...waiting]} not replaced in time`)
+    await new Promise((r) => setTimeout(r, 50))
+    const now = workerPids(server)
+    if ([...killed].some(([index, pid]) => [undefined, pid].includes(now.get(index)))) continue
+    const c = connection(server)
+    const answer = await c.send('GET', '/readyz').catch(() => undefined)
+    c.agent.destroy()
+    if (answer?.status === 200)
+      waiting.delete((JSON.parse(answer.body) as { worker: number }).worker)
+  }
 }
 
 /** What a retrieve says of its token: `TokenValid`, `TokenRevoked`… (the status is 200). */

@@ -1,4 +1,4 @@
-import { chmodSync, readFileSync, statSync } from 'node:fs'
+import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { AdminKeys } from '../../src/admin/keys.js'
@@ -128,13 +128,13 @@ describe('operator keys kept in DATA_DIR', () => {
     expect((await admin(h.app, 'GET', '/accounts')).status).toBe(401)
     // What `tessera admin-key create` and `revoke` do, from a process of their own.
     const cli = AdminKeys.open({ dataDir: h.dir })
-    const made = cli.create(Date.now(), 'backend')
+    const made = cli.create(Date.now(), 'admin', 'backend')
     expect(made.key).toMatch(/^tsa_[a-z0-9]{12}_[A-Za-z0-9_-]{43}$/)
     expect(made.key).toContain(`tsa_${made.id}_`)
     expect((await admin(h.app, 'GET', '/accounts', undefined, made.key)).status).toBe(200)
     expect((await admin(h.app, 'GET', '/accounts', undefined, made.id)).status).toBe(401)
 
-    const other = cli.create(Date.now())
+    const other = cli.create(Date.now(), 'admin')
     expect(cli.revoke(made.id, Date.parse('2026-11-23T00:00:00.000Z'))).toEqual({
       revoked: '2026-11-23T00:00:00.000Z',
       changed: true,
@@ -150,26 +150,40 @@ describe('operator keys kept in DATA_DIR', () => {
     })
     expect(cli.revoke('nosuchkey', Date.now())).toBeUndefined()
     expect(h.ctx.adminKeys.list()).toEqual([
-      { id: made.id, created: made.created, note: 'backend', revoked: '2026-11-23T00:00:00.000Z' },
-      { id: other.id, created: other.created },
+      {
+        id: made.id,
+        scope: 'admin',
+        created: made.created,
+        note: 'backend',
+        revoked: '2026-11-23T00:00:00.000Z',
+      },
+      { id: other.id, scope: 'admin', created: other.created },
     ])
   })
 
   it('stores only hashes, in a file only its owner may open; a file open to others is refused', async () => {
     h = await harness()
-    const made = AdminKeys.open({ dataDir: h.dir }).create(Date.now())
+    const made = AdminKeys.open({ dataDir: h.dir }).create(Date.now(), 'verifier')
     const file = path.join(h.dir, 'admin-keys.json')
     expect(statSync(file).mode & 0o777).toBe(0o600)
     const text = readFileSync(file, 'utf8')
     expect(text).not.toContain(made.key.slice(`tsa_${made.id}_`.length))
     expect(JSON.parse(text)).toEqual({
-      keys: [{ id: made.id, hash: expect.stringMatching(/^[0-9a-f]{64}$/), created: made.created }],
+      keys: [
+        {
+          id: made.id,
+          hash: expect.stringMatching(/^[0-9a-f]{64}$/),
+          scope: 'verifier',
+          created: made.created,
+        },
+      ],
     })
 
+    const introspect = () => admin(h.app, 'POST', '/introspect', { token: 'x' }, made.key)
     chmodSync(file, 0o644)
-    expect((await admin(h.app, 'GET', '/accounts', undefined, made.key)).status).toBe(401)
+    expect((await introspect()).status).toBe(401)
     chmodSync(file, 0o600)
-    expect((await admin(h.app, 'GET', '/accounts', undefined, made.key)).status).toBe(200)
+    expect((await introspect()).status).toBe(200)
     expect(() => AdminKeys.open({ dataDir: h.dir })).not.toThrow()
     chmodSync(file, 0o640)
     expect(() => AdminKeys.open({ dataDir: h.dir })).toThrow(
@@ -177,13 +191,46 @@ describe('operator keys kept in DATA_DIR', () => {
     )
   })
 
+  it('keeps the full scope of a key written before scopes; a verifier key is refused outside its scope', async () => {
+    h = await harness()
+    const made = AdminKeys.open({ dataDir: h.dir }).create(Date.now(), 'admin')
+    const vf = AdminKeys.open({ dataDir: h.dir }).create(Date.now(), 'verifier')
+    const file = path.join(h.dir, 'admin-keys.json')
+    // The file as a version without scopes wrote it: no `scope` on its key.
+    const { keys } = JSON.parse(readFileSync(file, 'utf8'))
+    const { scope: _, ...old } = keys[0]
+    writeFileSync(file, JSON.stringify({ keys: [old, keys[1]] }), { mode: 0o600 })
+    expect(h.ctx.adminKeys.list().map((k) => [k.id, k.scope])).toEqual([
+      [made.id, 'admin'],
+      [vf.id, 'verifier'],
+    ])
+    expect((await admin(h.app, 'POST', '/accounts', { username: 'carol' }, made.key)).status).toBe(
+      201,
+    )
+    expect(await admin(h.app, 'POST', '/accounts', { username: 'dave' }, vf.key)).toMatchObject({
+      status: 403,
+      body: {
+        message: "the operator key's scope does not allow this",
+        details: `key ${vf.id} has the verifier scope; POST /admin/v1/accounts needs the admin scope`,
+      },
+    })
+    // A scope this version does not know (a later version's file): the key is not valid.
+    writeFileSync(file, JSON.stringify({ keys: [{ ...keys[1], scope: 'reader' }] }), {
+      mode: 0o600,
+    })
+    expect((await admin(h.app, 'POST', '/introspect', { token: 'x' }, vf.key)).status).toBe(401)
+  })
+
   it('ignores the key file while ADMIN_KEYS is set', async () => {
     h = await harness(adminEnv)
-    const made = AdminKeys.open({ dataDir: h.dir }).create(Date.now())
+    const made = AdminKeys.open({ dataDir: h.dir }).create(Date.now(), 'admin')
     expect((await admin(h.app, 'GET', '/accounts', undefined, made.key)).status).toBe(401)
-    expect(() => h.ctx.adminKeys.create(Date.now())).toThrow(
+    expect(() => h.ctx.adminKeys.create(Date.now(), 'admin')).toThrow(
       'ADMIN_KEYS is set: change it on every instance instead',
     )
-    expect(h.ctx.adminKeys.list()).toEqual([{ id: 'k1' }, { id: 'k2' }])
+    expect(h.ctx.adminKeys.list()).toEqual([
+      { id: 'k1', scope: 'admin' },
+      { id: 'k2', scope: 'admin' },
+    ])
   })
 })

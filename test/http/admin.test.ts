@@ -557,11 +557,29 @@ describe('the OpenAPI document', () => {
       '/admin/v1/webhooks/{id}/ping',
       '/admin/v1/webhooks/{id}/secret',
     ])
-    const operations = adminPaths.flatMap((p) => Object.values(doc.paths[p]))
+    const operations = adminPaths.flatMap((p) =>
+      Object.entries(doc.paths[p]).map(([method, op]) => ({
+        ...(op as object),
+        name: `${method} ${p}`,
+      })),
+    )
     expect(operations).toHaveLength(44)
-    for (const op of operations as { tags: string[]; security: unknown; responses: object }[]) {
+    // Each names the operator scope it needs (the verifier's four; every other, admin).
+    const verifier = [
+      'get /admin/v1/events',
+      'post /admin/v1/credits/leases',
+      'post /admin/v1/introspect',
+      'post /admin/v1/usage/reports',
+    ]
+    for (const op of operations as {
+      name: string
+      tags: string[]
+      security: unknown
+      responses: object
+    }[]) {
       expect(op.tags).toEqual(['admin'])
-      expect(op.security).toEqual([{ operatorKey: [] }])
+      const scope = verifier.includes(op.name) ? 'verifier' : 'admin'
+      expect([op.name, op.security]).toEqual([op.name, [{ operatorKey: [scope] }]])
       expect(Object.keys(op.responses)).toContain('401')
     }
     expect(doc.components.securitySchemes.operatorKey).toMatchObject({

@@ -327,6 +327,7 @@ const cases: Partial<Record<ErrorKind, Case[]>> = {
 const elsewhere: Partial<Record<ErrorKind, string>> = {
   tooManyRequests: 'test/http/transport.test.ts (rate limit)',
   httpsRequired: 'test/http/transport.test.ts',
+  operatorScope: 'test/http/admin-scopes.security.test.ts (a verifier key on every admin route)',
   internal: 'test/http/transport.test.ts (a route that throws)',
   unavailable: 'test/http/health.test.ts (shutting down)',
   loginTaken: 'test/http/members.test.ts (an invitation accepted as alice)',

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { cliActor } from '../../src/audit/events.js'
 import { all } from '../helpers.js'
-import { type Answer, closeServing, serving } from './serving.js'
+import { type Answer, caughtUp, closeServing, serving } from './serving.js'
 
 /**
  * `expiresAt` (Tessera) through the answers given ahead of Fastify (src/http/ahead): the create
@@ -55,6 +55,9 @@ describe('expiresAt ahead of Fastify', () => {
     await s.h.ctx.tokens.validate(sk.token)
     const policy = { maxSkLifetimeDays: 30, pkAllowedUrls: true }
     await s.h.ctx.accounts.setTokenPolicy(s.h.alice.username, policy, cliActor)
+    // The policy's change comes back on the feed and empties alice's directory entry: once it
+    // is in, the route's read caches her again and the fast path takes the request.
+    await caughtUp(s.h)
     const url = tokens(s.h.alice.username, sk.token)
     const bodies: [string, number][] = [
       [JSON.stringify({ scopes: ['tokens:read'] }), 422],

@@ -37,7 +37,7 @@ export interface Answer {
   body: string
 }
 
-type Method = 'GET' | 'HEAD' | 'POST'
+type Method = 'GET' | 'HEAD' | 'POST' | 'PATCH' | 'DELETE'
 
 /** The headers of an API answer, in Fastify's order (Node's own taken out: `transport`). */
 export const answerHeaders = [
@@ -177,7 +177,7 @@ export async function serving(env: Env, logLevel = 'info') {
  * either way a request a test expects on a fast path would go to Fastify. The feed keeps
  * order, so once a notice of our own is in, every earlier one is.
  */
-async function caughtUp(h: Harness) {
+export async function caughtUp(h: Harness) {
   await vi.waitFor(() => expect(h.ctx.feedLive).toBe(true), { timeout: 10_000 })
   const { db, config, log } = h.ctx
   const changes =

@@ -1,9 +1,13 @@
+import { pino } from 'pino'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { cliActor } from '../../src/audit/events.js'
+import { WorkersUsage } from '../../src/cluster/usage.js'
 import type { Valid } from '../../src/http/ahead/admission.js'
 import { meteredLimit } from '../../src/http/guard.js'
+import { isUsageHandover } from '../../src/usage/handover.js'
 import { Meter } from '../../src/usage/meter.js'
 import { outcomeIndex as o } from '../../src/usage/outcomes.js'
+import { meterOf } from '../../src/usage/writes.js'
 import { all, call, type Harness, harness, T0 } from '../helpers.js'
 import { admin, adminEnv } from './admin-client.js'
 import { usageRows } from './usage-helpers.js'
@@ -213,6 +217,43 @@ describe('usage flushes', () => {
     expect(await usageRows(h.ctx.db, 'usage_minutes')).toEqual({
       'alice/ 2026-11-22T12:00': { valid: 1 },
     })
+  })
+
+  it("writes what a worker hands over in the primary; a killed worker's loss is estimated from its last hand-over", async () => {
+    h = await harness()
+    const a = h.alice.defaultToken.id
+    const log = pino({ level: 'silent' })
+    const primary = WorkersUsage.open(h.ctx.config, log, () => h.clock.now)
+    // The worker's end of its IPC channel: messages arrive copied, as over real IPC.
+    const channel = {
+      connected: true,
+      send(m: unknown) {
+        if (isUsageHandover(m)) primary.received(0, structuredClone(m))
+        return true
+      },
+      on: () => undefined,
+    }
+    const figures = h.ctx.metrics
+    const config = h.ctx.config.usage
+    const worker = meterOf(h.ctx.db, () => h.clock.now, config, { log, figures, primary: channel })
+    expect(worker.flushEveryMs).toBe(1_000)
+    worker.count('alice', a, o.valid, 20)
+    await worker.flush()
+    h.clock.now = T0 + 1_000
+    worker.count('alice', a, o.valid, 10)
+    await worker.flush()
+    // Killed half a second after a hand-over of 10: about 5 counted since are gone with it.
+    h.clock.now = T0 + 1_500
+    primary.ended(0, false)
+    expect(await usageRows(h.ctx.db, 'usage_minutes')).toEqual({})
+    await primary.close()
+    expect(primary.figures.usageLosses.lost).toEqual({ dropped: 0, workerKilled: 5 })
+    expect(await usageRows(h.ctx.db, 'usage_minutes')).toEqual({
+      [`alice/${a} 2026-11-22T12:00`]: { valid: 30 },
+    })
+    expect((await h.ctx.usage.lastUsed([a])).get(a)).toBe('2026-11-22T12:00:00.000Z')
+    const text = await primary.registry.metrics()
+    expect(text).toContain('tessera_usage_lost_total{cause="worker_killed"} 5')
   })
 
   it('rate limits a valid token at once, without a promise, and meters a 429', async () => {

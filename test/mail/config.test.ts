@@ -15,12 +15,14 @@ describe('mail settings', () => {
     expect(mail({ SMTP_URL: 'smtp://mail.example.com' })).toEqual({
       smtp: { host: 'mail.example.com', port: 587, secure: false },
       from: 'Tessera <tessera@localhost>',
+      invitations: { perAccount: 20, perAddress: 3 },
     })
     expect(
       mail({ SMTP_URL: 'smtps://mail.example.com/', PUBLIC_URL: 'https://t.example.com:8443/' }),
     ).toEqual({
       smtp: { host: 'mail.example.com', port: 465, secure: true },
       from: 'Tessera <tessera@t.example.com>',
+      invitations: { perAccount: 20, perAddress: 3 },
     })
     expect(
       mail({
@@ -30,9 +32,23 @@ describe('mail settings', () => {
     ).toEqual({
       smtp: { host: '::1', port: 2525, secure: false, user: 'apikey', pass: 's/cr@t' },
       from: 'Tokens <tokens@example.org>',
+      invitations: { perAccount: 20, perAddress: 3 },
     })
     expect(mail({ SMTP_URL: 'smtp://127.0.0.1:25', MAIL_FROM: 'tokens@example.org' })?.from).toBe(
       'tokens@example.org',
+    )
+  })
+
+  it('read the daily limits of invitation mails, 0 mailing none', () => {
+    const limits = (env: Record<string, string>) =>
+      mail({ SMTP_URL: 'smtp://127.0.0.1:25', ...env })?.invitations
+    expect(
+      limits({ INVITATION_MAILS_PER_ACCOUNT: '100', INVITATION_MAILS_PER_ADDRESS: '0' }),
+    ).toEqual({ perAccount: 100, perAddress: 0 })
+    expect(() => mail({ INVITATION_MAILS_PER_ADDRESS: 'many' })).toThrow(
+      new ConfigError(
+        'INVITATION_MAILS_PER_ADDRESS must be an integer between 0 and 1000000, got "many"',
+      ),
     )
   })
 

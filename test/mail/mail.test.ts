@@ -5,7 +5,7 @@ import type { TokenWarning } from '../../src/mail/messages.js'
 import { mailWarning } from '../../src/mail/warnings.js'
 import { type Harness, harness, T0 } from '../helpers.js'
 import { admin, adminEnv } from '../http/admin-client.js'
-import { DashboardClient, origin, titleOf } from '../http/dashboard-client.js'
+import { DashboardClient, origin, signedInHolder, titleOf } from '../http/dashboard-client.js'
 import { startSmtp } from './smtp.js'
 
 /**
@@ -16,6 +16,9 @@ import { startSmtp } from './smtp.js'
 
 const password = 'correct horse battery staple'
 const day = 86_400_000
+const notMailed =
+  'This invitation was not mailed: this account or this address has reached its limit of invitation mails for 24 hours. Pass the link on yourself.'
+const mailedTo = 'An invitation mail with this link is on its way to'
 const footer = '\n-- \nSent by Tessera. This address does not read replies.\n'
 
 describe('mail through a real SMTP server', () => {
@@ -85,7 +88,7 @@ describe('mail through a real SMTP server', () => {
     expect((await dana.get('/account')).status).toBe(200)
     const again = await new DashboardClient(h.app).get(path)
     expect([again.status, titleOf(again.body)]).toEqual([410, 'Link no longer valid'])
-    expect(mailer.counts).toEqual({ sent: 1, failed: 0 })
+    expect(mailer.counts).toEqual({ sent: 1, failed: 0, held: 0 })
   })
 
   it('names the inviter who is a member, and the link stops working when it expires', async () => {
@@ -179,7 +182,76 @@ describe('mail through a real SMTP server', () => {
     const w: TokenWarning = { kind: 'retiring', account: 'alice', token: view, at: isoIn(1) }
     await mailWarning(mailer, h.ctx.db, w)
     expect(smtp.received).toEqual([])
-    expect(mailer.counts).toEqual({ sent: 0, failed: 0 })
+    expect(mailer.counts).toEqual({ sent: 0, failed: 0, held: 0 })
+  })
+
+  it('30 invitations at once to 30 outside addresses mail 20; the other 10 are made and shown, not mailed', async () => {
+    const owner = await signedInHolder(h.app, h.ctx, 'alice', password)
+    const pages = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        owner.post('/account/members/invite', {
+          email: `guest${i}@outside.example`,
+          role: 'viewer',
+        }),
+      ),
+    )
+    await mailer.idle()
+    expect(smtp.received).toHaveLength(20)
+    expect(pages.map((p) => p.status)).toEqual(Array(30).fill(200))
+    // Every page shows its link, and says whether it was mailed.
+    const links = pages.map((p) => /\/account\/invitations\/[A-Za-z0-9_-]{43}/.exec(p.body)?.[0])
+    expect(new Set(links).size).toBe(30)
+    const said = pages.map((p) =>
+      p.body.includes(notMailed) ? 'held' : p.body.includes(mailedTo) ? 'mailed' : 'silent',
+    )
+    expect(said.filter((s) => s === 'mailed')).toHaveLength(20)
+    expect(said.filter((s) => s === 'held')).toHaveLength(10)
+    const mailed = new Set(smtp.received.flatMap((m) => m.rcptTo))
+    pages.forEach((_, i) => {
+      expect(mailed.has(`guest${i}@outside.example`)).toBe(said[i] === 'mailed')
+    })
+    expect(await h.ctx.members.invitations('alice')).toHaveLength(30)
+    // A day later the account may mail again.
+    h.clock.now += day
+    const later = await signedInHolder(h.app, h.ctx, 'alice', password)
+    const made = await later.post('/account/members/invite', {
+      email: 'late@outside.example',
+      role: 'viewer',
+    })
+    expect(made.body).toContain(mailedTo)
+    await mailer.idle()
+    expect(smtp.received).toHaveLength(21)
+  })
+
+  it('one address gets at most 3 invitation mails a day, whichever accounts invite it', async () => {
+    const owners = {
+      alice: await signedInHolder(h.app, h.ctx, 'alice', password),
+      bob: await signedInHolder(h.app, h.ctx, 'bob', password),
+    }
+    const inviteBy = async (username: 'alice' | 'bob') => {
+      const res = await owners[username].post('/account/members/invite', {
+        email: 'Victim@Example.com',
+        role: 'viewer',
+      })
+      expect(res.status).toBe(200)
+      return res.body.includes(notMailed) ? 'held' : 'mailed'
+    }
+    const said = []
+    for (const username of ['alice', 'bob', 'alice', 'bob', 'alice'] as const) {
+      said.push(await inviteBy(username))
+    }
+    expect(said).toEqual(['mailed', 'mailed', 'mailed', 'held', 'held'])
+    await mailer.idle()
+    expect(smtp.received.map((m) => m.rcptTo)).toEqual([
+      ['victim@example.com'],
+      ['victim@example.com'],
+      ['victim@example.com'],
+    ])
+    h.clock.now += day + 1
+    owners.bob = await signedInHolder(h.app, h.ctx, 'bob', password)
+    expect(await inviteBy('bob')).toBe('mailed')
+    await mailer.idle()
+    expect(smtp.received).toHaveLength(4)
   })
 
   it('still invites when the SMTP server is down: the link is shown, the failure counted', async () => {
@@ -190,7 +262,7 @@ describe('mail through a real SMTP server', () => {
     })
     expect(res.status).toBe(201)
     await mailer.idle()
-    expect(mailer.counts).toEqual({ sent: 0, failed: 1 })
+    expect(mailer.counts).toEqual({ sent: 0, failed: 1, held: 0 })
     const page = await new DashboardClient(h.app).get(new URL(res.body.invitationUrl).pathname)
     expect(page.status).toBe(200)
   })

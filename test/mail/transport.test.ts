@@ -48,7 +48,7 @@ describe('the SMTP transport', () => {
     ])
     expect(smtp.received[0]?.headers.get('from')).toBe('Tessera <tessera@tokens.example.com>')
     expect(smtp.received[0]?.text).toBe('A line.\n')
-    expect(mailer.counts).toEqual({ sent: 1, failed: 0 })
+    expect(mailer.counts).toEqual({ sent: 1, failed: 0, held: 0 })
     expect(logged(lines)).toEqual([{ level: 30, kind: 'test', recipients: 1, msg: 'mail sent' }])
   })
 
@@ -60,7 +60,7 @@ describe('the SMTP transport', () => {
     })
     await expect(mailer.send(message)).resolves.toBeUndefined()
     expect(smtp.received).toEqual([])
-    expect(mailer.counts).toEqual({ sent: 0, failed: 1 })
+    expect(mailer.counts).toEqual({ sent: 0, failed: 1, held: 0 })
     expect(logged(lines)).toEqual([
       {
         level: 40,
@@ -79,7 +79,7 @@ describe('the SMTP transport', () => {
       PUBLIC_URL: 'https://tessera.test',
     })
     await mailer.send(message)
-    expect(mailer.counts).toEqual({ sent: 0, failed: 1 })
+    expect(mailer.counts).toEqual({ sent: 0, failed: 1, held: 0 })
     expect(logged(lines)).toEqual([
       {
         level: 40,
@@ -99,7 +99,7 @@ describe('the SMTP transport', () => {
     })
     await mailer.send(message)
     await mailer.idle()
-    expect(mailer.counts).toEqual({ sent: 0, failed: 1 })
+    expect(mailer.counts).toEqual({ sent: 0, failed: 1, held: 0 })
     expect(logged(lines)).toEqual([
       {
         level: 40,

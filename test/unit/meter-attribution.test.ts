@@ -25,6 +25,9 @@ describe('attribution', () => {
       [{ code: 'TokenRevoked', parsed: pk('acme', 'not-an-id') }, 'acme '],
       [{ code: 'TokenRevoked', parsed: pk('Not A Name', id) }, ' '],
       [{ code: 'TokenExpired', parsed: tk }, 'acme '],
+      // Made in a former account of the name (or none has it now): nobody's.
+      [{ code: 'TokenRevoked', parsed: pk('acme', id), unowned: true }, ' '],
+      [{ code: 'TokenExpired', parsed: tk, unowned: true }, ' '],
       [
         {
           code: 'TokenValid',

@@ -59,11 +59,20 @@ export interface EntryTimes {
 
 /**
  * Whom a refusal is counted for: an expired or revoked token's signature was verified, so its
- * payload names its account (and a pk's or sk's id); a malformed or invalid string names nobody
- * (an attacker must not charge refusals to someone else's account).
+ * payload names its account (and a pk's or sk's id), unless Tessera answered `unowned` (not made
+ * in the account that has that name now: a former one's string); a malformed or invalid string
+ * names nobody (an attacker must not charge refusals to someone else's account). Tessera checks
+ * a pk's or sk's again when it takes the report; a tk's it cannot (its row names no token).
  */
-function refusalMeter(token: string, reason: FailureReason, times: EntryTimes): MeterKey {
-  if (reason !== 'TokenExpired' && reason !== 'TokenRevoked') return times.meterKey('', '')
+function refusalMeter(
+  token: string,
+  reason: FailureReason,
+  times: EntryTimes,
+  unowned = false,
+): MeterKey {
+  if (unowned || (reason !== 'TokenExpired' && reason !== 'TokenRevoked')) {
+    return times.meterKey('', '')
+  }
   const { account, id } = named(token)
   if (account === undefined) return times.meterKey('', '')
   return times.meterKey(account, id !== undefined && !token.startsWith('tk.') ? id : '')
@@ -83,7 +92,12 @@ function poolOf(
 }
 
 /** A refusal entry (not asked, or Tessera said inactive). */
-export function refusalEntry(token: string, reason: FailureReason, times: EntryTimes): Entry {
+export function refusalEntry(
+  token: string,
+  reason: FailureReason,
+  times: EntryTimes,
+  unowned = false,
+): Entry {
   const { account, id } = named(token)
   return {
     token,
@@ -94,7 +108,7 @@ export function refusalEntry(token: string, reason: FailureReason, times: EntryT
     expiresAt: times.now + times.negativeTtlMs,
     id,
     account,
-    meter: refusalMeter(token, reason, times),
+    meter: refusalMeter(token, reason, times, unowned),
     pool: undefined,
   }
 }
@@ -107,7 +121,7 @@ export function entryOf(token: string, body: unknown, times: EntryTimes): Entry 
   }
   if (!b.active) {
     const code = typeof b.code === 'string' && inactiveCodes.has(b.code) ? b.code : 'TokenInvalid'
-    return refusalEntry(token, code as FailureReason, times)
+    return refusalEntry(token, code as FailureReason, times, b.unowned === true)
   }
   const { username, usage, scope, id, client_id, iat, exp, allowedUrls, allowedIps, credits } = b
   if (

@@ -1,7 +1,10 @@
 export interface VerifierOptions {
   /** Tessera's base URL, e.g. `https://tessera.internal:8443`. */
   url: string
-  /** An operator key (`Authorization: Bearer` of the admin API). */
+  /**
+   * An operator key (`Authorization: Bearer` of the admin API) of the `verifier` scope
+   * (`tessera admin-key create --scope verifier`): never a full one in an API's process.
+   */
   adminKey: string
   /** PEM certificate(s) to trust instead of Node's default CAs (Tessera's generated one). */
   ca?: string | Buffer | ReadonlyArray<string | Buffer>

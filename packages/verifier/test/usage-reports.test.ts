@@ -88,6 +88,27 @@ describe('counting', () => {
     ])
   })
 
+  it("counts a refusal Tessera answers unowned (a former account's string) against nobody", async () => {
+    await start({ reportEveryMs: 3_600_000 })
+    vi.useFakeTimers({ toFake: ['Date'] })
+    vi.setSystemTime(T)
+    const exp = Math.floor(T / 1000) - 10
+    const formerTk = tokenOf('tk', { u: 'acme', exp, iat: exp - 60, scopes: [] })
+    const formerPk = tokenOf('pk', { u: 'acme', a: 'cold' })
+    tessera.answers.set(formerTk, { active: false, code: 'TokenExpired', unowned: true })
+    tessera.answers.set(formerPk, { active: false, code: 'TokenRevoked', unowned: true })
+    await verifier.verify(formerTk)
+    await verifier.verify(formerPk)
+    verifier.verifyCached(formerPk)
+    await verifier.verify(revoked)
+    await verifier.close()
+    const rows = tessera.counted.flatMap((r) => r.counts)
+    expect(rows.sort((a, b) => a.account.localeCompare(b.account))).toEqual([
+      { minute, account: '', token: '', outcomes: { expired: 1, revoked: 2 } },
+      { minute, account: 'globex', token: 'cgone', outcomes: { revoked: 1 } },
+    ])
+  })
+
   it('splits counts by minute and does not count TesseraUnavailable', async () => {
     await start({ reportEveryMs: 3_600_000 })
     vi.useFakeTimers({ toFake: ['Date'] })

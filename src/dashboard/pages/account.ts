@@ -2,7 +2,17 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { AppContext } from '../../context.js'
 import type { Session } from '../../people/sessions.js'
 import type { DashboardDeps } from '../deps.js'
-import { form, holderOf, redirect, refusal, refused, sendPage, textOf } from '../reply.js'
+import {
+  form,
+  holderOf,
+  redirect,
+  refusal,
+  refused,
+  sendPage,
+  textOf,
+  tooManyAttempts,
+} from '../reply.js'
+import type { ThrottleKey } from '../throttle.js'
 import { scopesView, settingsView } from '../views/account.js'
 import { noticesOf } from './hygiene-data.js'
 
@@ -71,7 +81,7 @@ async function factorsOf(ctx: AppContext, session: Session, username: string, re
 }
 
 /** The scopes page and settings (plan, features, token policy, password). */
-export function accountPages(app: FastifyInstance, { ctx }: DashboardDeps) {
+export function accountPages(app: FastifyInstance, { ctx, throttle }: DashboardDeps) {
   app.get('/scopes', async (request, reply) => {
     const { account, signedIn } = holderOf(request)
     const scopes = ctx.catalog.availableTo(account.plan, account.features)
@@ -84,16 +94,26 @@ export function accountPages(app: FastifyInstance, { ctx }: DashboardDeps) {
     return sendPage(reply, await settingsPage(ctx, request, more))
   })
 
+  // The current password is a guess like a sign-in's: counted in the same throttle, taken
+  // before it is checked, given back only when it was right.
   app.post('/settings/password', async (request, reply) => {
     const { session, actor } = holderOf(request)
     const f = form(request)
+    const keys: ThrottleKey[] = [
+      { kind: 'user', value: session.login },
+      { kind: 'ip', value: request.ip },
+    ]
+    const wait = await throttle.reserve(keys)
+    if (wait > 0) return tooManyAttempts(reply, wait)
     try {
       const [current, next] = [f.get('current') ?? '', f.get('password') ?? '']
       await ctx.holders.changePassword(session, current, next, actor)
+      await throttle.release(keys)
       return redirect(reply, '/account/settings?done=password')
     } catch (err) {
-      const error = refused(refusal(err, ['wrongPassword', 'badPassword', 'passwordMismatch']))
-      return sendPage(reply, await settingsPage(ctx, request, { error }), 422)
+      const no = refusal(err, ['wrongPassword', 'badPassword', 'passwordMismatch'])
+      if (no.kind !== 'wrongPassword') await throttle.release(keys)
+      return sendPage(reply, await settingsPage(ctx, request, { error: refused(no) }), 422)
     }
   })
 }

@@ -10,7 +10,8 @@ const enrolment = { config: { enrolment: true } }
 
 /**
  * "Confirm it's you" (as GitHub's sudo mode): the password or a code again, counted in the
- * sign-in throttle, before a sign-in method is added or removed. People without either sign in
+ * sign-in throttle, before a change of who may act on the account (a sign-in method, a member,
+ * a role, an invitation, the two-step policy, a token that makes tokens). People without either sign in
  * again the way they came (their provider, or a new portal link), which proves them as well.
  */
 export function confirmPages(app: FastifyInstance, { ctx, throttle, sso }: DashboardDeps) {

@@ -15,7 +15,10 @@ const enrolment = { config: { enrolment: true } }
 /** Changes a sign-in method: a recent proof first (see pages/confirm.ts). */
 const changesMethod = { config: { sudo: 'page' as const } }
 const enrolling = { config: { enrolment: true, sudo: 'page' as const } }
-const owners = { config: { role: 'owner' as const } }
+/** The account's two-step policy: who may sign in how, so a recent proof first too. */
+const ownersProven = {
+  config: { role: 'owner' as const, sudo: 'page' as const, back: '/account/members' },
+}
 
 /**
  * Two-step sign-in: the second step after a right password, one's authenticator app and
@@ -162,7 +165,7 @@ function factorSettingsPages(app: FastifyInstance, { ctx }: DashboardDeps) {
     }
   })
 
-  app.post('/members/policy', owners, async (request, reply) => {
+  app.post('/members/policy', ownersProven, async (request, reply) => {
     const { account, actor } = holderOf(request)
     const require = form(request).get('require2fa') === 'on'
     await factors.setPolicy(account.username, require, actor)

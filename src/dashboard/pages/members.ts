@@ -7,7 +7,13 @@ import { Forbidden, safeNext } from '../session.js'
 import { accountsView, membersView } from '../views/members.js'
 import { invitationPages } from './invitations.js'
 
-const owners = { config: { role: 'owner' as const } }
+/**
+ * Who may act on the account changes only with a recent proof, as a sign-in method does: a
+ * stolen session could otherwise invite an owner of its own and keep the account.
+ */
+const ownersProven = {
+  config: { role: 'owner' as const, sudo: 'page' as const, back: '/account/members' },
+}
 const notices: Record<string, string> = {
   role: 'Role changed. Their sessions in this account have ended.',
   removed: 'Member removed. Their sessions in this account have ended.',
@@ -62,7 +68,7 @@ export function memberPages(app: FastifyInstance, deps: DashboardDeps) {
     return sendPage(reply, await page(ctx, request, { notice: textOf(notices, done) }))
   })
 
-  app.post('/members/invite', owners, async (request, reply) => {
+  app.post('/members/invite', ownersProven, async (request, reply) => {
     const { account, actor } = holderOf(request)
     const f = form(request)
     const email = (f.get('email') ?? '').trim()
@@ -70,7 +76,13 @@ export function memberPages(app: FastifyInstance, deps: DashboardDeps) {
     try {
       const made = await members.invite(account.username, { email, role }, actor)
       const url = `${origin()}/account/invitations/${made.secret}`
-      const created = { url, email: made.invitation.email, role: made.invitation.role }
+      const { email: to, role: as } = made.invitation
+      const created = {
+        url,
+        email: to,
+        role: as,
+        ...(made.mailed === undefined ? {} : { mailed: made.mailed }),
+      }
       return sendPage(reply, await page(ctx, request, { created }))
     } catch (err) {
       const error = refused(refusal(err, ['memberInvalid']))
@@ -79,7 +91,7 @@ export function memberPages(app: FastifyInstance, deps: DashboardDeps) {
     }
   })
 
-  app.post('/members/:login/role', owners, async (request, reply) => {
+  app.post('/members/:login/role', ownersProven, async (request, reply) => {
     const { account, actor } = holderOf(request)
     const { login } = request.params as { login: string }
     const role = form(request).get('role')
@@ -88,7 +100,7 @@ export function memberPages(app: FastifyInstance, deps: DashboardDeps) {
     )
   })
 
-  app.post('/members/:login/remove', owners, async (request, reply) => {
+  app.post('/members/:login/remove', ownersProven, async (request, reply) => {
     const { account, actor } = holderOf(request)
     const { login } = request.params as { login: string }
     return change(ctx, request, reply, 'removed', () =>
@@ -96,7 +108,7 @@ export function memberPages(app: FastifyInstance, deps: DashboardDeps) {
     )
   })
 
-  app.post('/members/invitations/:id/revoke', owners, async (request, reply) => {
+  app.post('/members/invitations/:id/revoke', ownersProven, async (request, reply) => {
     const { account, actor } = holderOf(request)
     const { id } = request.params as { id: string }
     return change(ctx, request, reply, 'revoked', () =>

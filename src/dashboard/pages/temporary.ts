@@ -4,6 +4,7 @@ import { isoTime } from '../../time.js'
 import type { DashboardDeps } from '../deps.js'
 import { form, formError, holderOf, sendPage } from '../reply.js'
 import { revealView, temporaryView } from '../views/tokens.js'
+import { askedForm, filledIn, makesTokens, tokenMakingRefusal } from './token-form.js'
 
 /**
  * `Expires in (minutes)` as the API's `expires`. Outside 1 to 60 minutes the answer is the
@@ -30,16 +31,31 @@ export function temporaryPages(app: FastifyInstance, { ctx }: DashboardDeps) {
   const scopesOf = (a: { plan: string; features: string[] }) =>
     catalog.availableTo(a.plan, a.features)
 
+  // Empty, or filled in as it was left for "Confirm it's you".
   app.get('/temporary', developers, async (request, reply) => {
     const { account, signedIn } = holderOf(request)
-    const values = { scopes: new Set<string>(), minutes: '60' }
+    const asked = askedForm(request.url)
+    const values = {
+      scopes: new Set(asked.getAll('scopes')),
+      minutes: asked.get('minutes') ?? '60',
+    }
     return sendPage(reply, temporaryView({ signedIn, scopes: scopesOf(account), values }))
   })
 
   app.post('/temporary', developers, async (request, reply) => {
-    const { account, signedIn, actor } = holderOf(request)
+    const { account, signedIn, actor, session } = holderOf(request)
     const f = form(request)
     const values = { scopes: new Set(f.getAll('scopes')), minutes: f.get('minutes') ?? '' }
+    // A temporary token with tokens:write makes permanent ones.
+    const next = filledIn('/account/temporary', [
+      ...[...values.scopes].map((scope): [string, string] => ['scopes', scope]),
+      ['minutes', values.minutes],
+    ])
+    const unproven = tokenMakingRefusal(session, tokens.now(), makesTokens(values.scopes), next)
+    if (unproven !== undefined) {
+      const view = temporaryView({ signedIn, scopes: scopesOf(account), values, error: unproven })
+      return sendPage(reply, view, 403)
+    }
     try {
       const expires = expiresAt(values.minutes, tokens.now())
       const result = await tokens.createTemporary(

@@ -2,7 +2,10 @@ import type { TSchema } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { ApiError } from '../../errors.js'
 import { CreateBody, UpdateBody } from '../../http/schemas.js'
+import type { Session } from '../../people/sessions.js'
 import type { TokenFields } from '../../tokens/service.js'
+import { confirmPath, recentlyProven, tokenMakingScope } from '../session.js'
+import type { FormError } from '../views/forms.js'
 import type { TokenFormValues } from '../views/tokens.js'
 
 /** What a token form sent, kept as typed so that a refused form shows it again. */
@@ -93,3 +96,58 @@ const describe = (path: string, schema: TSchema | undefined) => {
   }
   return `the ${field} field is not valid`
 }
+
+/**
+ * A token that can make tokens keeps the account as an owner's invitation would: given only
+ * within 10 minutes of a proof. The refusal links to "Confirm it's you", which comes back to
+ * `next` (the form, filled in as it was where it fits in a link).
+ */
+export function tokenMakingRefusal(
+  session: Session,
+  now: number,
+  makesTokens: boolean,
+  next: string,
+): FormError | undefined {
+  if (!makesTokens || recentlyProven(session, now)) return undefined
+  return {
+    message: `Confirm it's you first: a token with ${tokenMakingScope} can make other tokens.`,
+    details: 'it is given only within 10 minutes of a sign-in or a confirmation',
+    link: { href: confirmPath(next), text: "Confirm it's you" },
+  }
+}
+
+export const makesTokens = (scopes: Iterable<string>) => [...scopes].includes(tokenMakingScope)
+
+/**
+ * `path` with `fields` in its query, as a page reads them back (see `askedForm`); the longest
+ * that fits in a `next` link (1,024 characters), else the bare path.
+ */
+export function filledIn(path: string, ...tries: [string, string][][]): string {
+  for (const fields of tries) {
+    const query = new URLSearchParams(fields.filter(([, value]) => value !== '')).toString()
+    const url = query === '' ? path : `${path}?${query}`
+    if (url.length <= 1024) return url
+  }
+  return path
+}
+
+/** The new-token form as `next` after a proof: every field, or the note and scopes. */
+export function newTokenPath(v: TokenFormValues): string {
+  const scopes = [...v.scopes].map((scope): [string, string] => ['scopes', scope])
+  const note: [string, string] = ['note', v.note]
+  return filledIn(
+    '/account/tokens/new',
+    [
+      note,
+      ...scopes,
+      ['allowedUrls', v.allowedUrls],
+      ['allowedIps', v.allowedIps],
+      ['expiresAt', v.expiresAt],
+    ],
+    [note, ...scopes],
+  )
+}
+
+/** A page's query as form fields: a form filled in by `filledIn`. */
+export const askedForm = (url: string) =>
+  new URLSearchParams(url.includes('?') ? url.slice(url.indexOf('?') + 1) : '')

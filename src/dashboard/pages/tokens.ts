@@ -3,16 +3,7 @@ import type { AccountRecord } from '../../accounts/service.js'
 import type { AppContext } from '../../context.js'
 import type { DashboardDeps } from '../deps.js'
 import { defaultPeriod, periodOf } from '../periods.js'
-import {
-  form,
-  formError,
-  holderOf,
-  redirect,
-  refusal,
-  refused,
-  sendPage,
-  textOf,
-} from '../reply.js'
+import { form, formError, holderOf, redirect, sendPage, textOf } from '../reply.js'
 import type { CreditFormValues } from '../views/credits.js'
 import type { FormError } from '../views/forms.js'
 import type { SignedIn } from '../views/layout.js'
@@ -25,7 +16,15 @@ import {
   tokensView,
 } from '../views/tokens.js'
 import { noticesOf } from './hygiene-data.js'
-import { expiresAtField, readTokenForm, tokenFields } from './token-form.js'
+import {
+  askedForm,
+  expiresAtField,
+  makesTokens,
+  newTokenPath,
+  readTokenForm,
+  tokenFields,
+  tokenMakingRefusal,
+} from './token-form.js'
 import { bucketsOf, noSuchPeriod, periodAsked } from './usage-data.js'
 
 const developers = { config: { role: 'developer' as const } }
@@ -70,22 +69,35 @@ function listAndCreatePages(app: FastifyInstance, { ctx }: DashboardDeps) {
     return sendPage(reply, view)
   })
 
+  // Empty, or filled in as it was left for "Confirm it's you" (as GitHub's new-token page takes
+  // its fields from the query): nothing is made until the form is sent.
   app.get('/tokens/new', developers, async (request, reply) => {
     const { account, signedIn } = holderOf(request)
-    const values = {
-      note: '',
-      scopes: new Set<string>(),
-      allowedUrls: '',
-      allowedIps: '',
-      expiresAt: '',
-    }
+    const values = readTokenForm(askedForm(request.url))
     const { effective: policy } = accounts.tokenPolicy(account)
     return sendPage(reply, newTokenView({ signedIn, scopes: scopesOf(account), values, policy }))
   })
 
   app.post('/tokens/new', developers, async (request, reply) => {
-    const { account, signedIn, actor } = holderOf(request)
+    const { account, signedIn, actor, session } = holderOf(request)
     const values = readTokenForm(form(request))
+    const unproven = tokenMakingRefusal(
+      session,
+      tokens.now(),
+      makesTokens(values.scopes),
+      newTokenPath(values),
+    )
+    if (unproven !== undefined) {
+      const policy = accounts.tokenPolicy(account).effective
+      const view = newTokenView({
+        signedIn,
+        scopes: scopesOf(account),
+        values,
+        error: unproven,
+        policy,
+      })
+      return sendPage(reply, view, 403)
+    }
     try {
       const fields = tokenFields(values, 'create')
       const token = await tokens.create(account, accounts.holder(account), fields, actor)
@@ -165,7 +177,7 @@ export async function tokenPage(
   })
 }
 
-/** A token's own page: change, roll and delete it. */
+/** A token's own page: change and delete it (rolling: token-roll.ts). */
 function tokenOwnPages(app: FastifyInstance, { ctx }: DashboardDeps) {
   const { tokens, accounts } = ctx
 
@@ -185,9 +197,17 @@ function tokenOwnPages(app: FastifyInstance, { ctx }: DashboardDeps) {
   })
 
   app.post('/tokens/:id', developers, async (request, reply) => {
-    const { account, signedIn, actor } = holderOf(request)
+    const { account, signedIn, actor, session } = holderOf(request)
     const { id } = request.params as { id: string }
     const values = readTokenForm(form(request))
+    // Giving tokens:write to a token whose string the session may have kept.
+    const widens =
+      makesTokens(values.scopes) && !makesTokens((await tokens.get(account, id)).scopes)
+    const unproven = tokenMakingRefusal(session, tokens.now(), widens, `/account/tokens/${id}`)
+    if (unproven !== undefined) {
+      const view = await tokenPage(ctx, account, { signedIn, values, error: unproven }, id)
+      return sendPage(reply, view, 403)
+    }
     try {
       const fields = tokenFields(values, 'update')
       await tokens.update(account, accounts.holder(account), id, fields, actor)
@@ -196,38 +216,6 @@ function tokenOwnPages(app: FastifyInstance, { ctx }: DashboardDeps) {
       const { status, ...error } = formError(err)
       return sendPage(reply, await tokenPage(ctx, account, { signedIn, values, error }, id), status)
     }
-  })
-
-  app.post('/tokens/:id/roll', developers, async (request, reply) => {
-    const { account, signedIn, actor } = holderOf(request)
-    const { id } = request.params as { id: string }
-    const when = form(request).get('when')
-    const hours = when === '24h' ? 24 : when === '1h' ? 1 : 0
-    const expires =
-      hours === 0 ? undefined : new Date(tokens.now() + hours * 3_600_000).toISOString()
-    let rolled: Awaited<ReturnType<typeof tokens.roll>>
-    try {
-      rolled = await tokens.roll(account, accounts.holder(account), id, { expires }, actor)
-    } catch (err) {
-      // Rolled already (here, by another tab, the API or the CLI): its page says so; and a
-      // grace longer than the token policy allows.
-      const no = refusal(err, ['tokenRetiring', 'tokenPolicy'])
-      const error =
-        no.kind === 'tokenPolicy' ? refused(no) : { message: no.message, details: no.details }
-      return sendPage(reply, await tokenPage(ctx, account, { signedIn, error }, id), no.statusCode)
-    }
-    const oldEnds =
-      hours === 0
-        ? 'has stopped working'
-        : `works until ${expires?.slice(0, 16).replace('T', ' ')} UTC`
-    const view = revealView({
-      signedIn,
-      token: rolled.token ?? '',
-      usage: rolled.usage,
-      id: rolled.id,
-      oldEnds,
-    })
-    return sendPage(reply, view)
   })
 
   tokenDeletePages(app, ctx)

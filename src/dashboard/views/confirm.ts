@@ -3,7 +3,7 @@ import { html } from './html.js'
 import { layout, type SignedIn } from './layout.js'
 
 /**
- * Confirm it's you: before a sign-in method is added or removed, a recent proof. A password or
+ * Confirm it's you: before a change of who may act on the account, a recent proof. A password or
  * a code when the person has one; otherwise a fresh sign-in the way they came.
  */
 export const confirmView = (v: {
@@ -20,7 +20,7 @@ export const confirmView = (v: {
   layout(
     { title: "Confirm it's you", signedIn: v.signedIn, section: 'settings' },
     html`<div class="narrow">
-<p>Sign-in methods change only with a recent proof that you are you (the last 10 minutes).</p>
+<p>Sign-in methods, members and their roles, invitations, the two-step policy and tokens that can make tokens change only with a recent proof that you are you (the last 10 minutes).</p>
 ${alert(v.error)}
 ${
   v.password || v.code

@@ -5,6 +5,8 @@ import { html, when } from './html.js'
 export interface FormError {
   message: string
   details?: string
+  /** Where to go to put it right (a dashboard path): "Confirm it's you", for one. */
+  link?: { href: string; text: string }
 }
 
 export const alert = (error: FormError | undefined) =>
@@ -13,6 +15,7 @@ export const alert = (error: FormError | undefined) =>
     : html`<div role="alert" class="error" id="form-error">
   <p><strong>${error.message}</strong></p>
   ${error.details === undefined ? '' : html`<p>${capitalize(error.details)}.</p>`}
+  ${error.link === undefined ? '' : html`<p><a href="${error.link.href}">${error.link.text}</a></p>`}
 </div>`
 
 const capitalize = (text: string) => text.charAt(0).toUpperCase() + text.slice(1).replace(/\.$/, '')

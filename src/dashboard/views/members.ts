@@ -23,8 +23,11 @@ export function membersView(v: {
   invitations: Invitation[]
   /** Whether the account (or the operator, for every account) requires a second factor. */
   policy: { required: boolean; byOperator: boolean }
-  /** A new invitation's link, shown once to the owner who made it. */
-  created?: { url: string; email: string; role: Role }
+  /**
+   * A new invitation's link, shown once to the owner who made it; whether it was mailed too
+   * (undefined without mail).
+   */
+  created?: { url: string; email: string; role: Role; mailed?: boolean }
   values?: { email: string; role: Role }
   error?: FormError
   notice?: string
@@ -62,6 +65,7 @@ export function membersView(v: {
         ? ''
         : html`<div class="card">
   <p class="warning">Pass this link on to ${v.created.email}: it lets one person join as ${v.created.role}, within 7 days. It will not be shown again.</p>
+  ${mailedNotice(v.created)}
   <label for="invitation-link">Invitation link</label>
   <div class="copy-row"><input id="invitation-link" readonly value="${v.created.url}" spellcheck="false"><button type="button" class="secondary copy" data-copy="invitation-link">Copy</button></div>
   <p class="visually-hidden" id="copy-status" role="status"></p>
@@ -79,6 +83,13 @@ ${owner ? ownerSections(v) : html`<p class="hint">Owners invite members and chan
 }
 
 type MembersPage = Parameters<typeof membersView>[0]
+
+const mailedNotice = (created: { email: string; mailed?: boolean }) =>
+  created.mailed === undefined
+    ? ''
+    : created.mailed
+      ? html`<p role="status">An invitation mail with this link is on its way to ${created.email}.</p>`
+      : html`<p role="status">This invitation was not mailed: this account or this address has reached its limit of invitation mails for 24 hours. Pass the link on yourself.</p>`
 
 /** What only owners see below the members: invitations, the sign-in policy, inviting. */
 function ownerSections(v: MembersPage) {

@@ -13,6 +13,8 @@ import * as rollLineage from './0011-roll-lineage.js'
 import * as sessionProof from './0012-session-proof.js'
 import * as metering from './0013-metering.js'
 import * as tokenHygiene from './0014-token-hygiene.js'
+import * as reporterNamespace from './0015-reporter-namespace.js'
+import * as goneTokens from './0016-gone-tokens.js'
 
 /** Registered explicitly (no globbing) so that they survive bundling. Append only. */
 const migrations: Record<string, Migration> = {
@@ -30,6 +32,8 @@ const migrations: Record<string, Migration> = {
   '0012-session-proof': sessionProof,
   '0013-metering': metering,
   '0014-token-hygiene': tokenHygiene,
+  '0015-reporter-namespace': reporterNamespace,
+  '0016-gone-tokens': goneTokens,
 }
 
 export const migrationProvider: MigrationProvider = {

@@ -5,7 +5,7 @@ import { usernamePattern } from '../../accounts/service.js'
 import type { Actor } from '../../audit/events.js'
 import type { AppContext } from '../../context.js'
 import { ApiError } from '../../errors.js'
-import { nextPage, operator, pageSize, tags } from './common.js'
+import { forAdmin, nextPage, operator, pageSize, tags } from './common.js'
 import {
   AccountObject,
   adminErrors,
@@ -39,6 +39,7 @@ function createAndList(app: FastifyInstance, ctx: AppContext) {
   app.post(
     '/accounts',
     {
+      config: forAdmin,
       schema: {
         summary: 'Create an account',
         description:
@@ -68,6 +69,7 @@ function createAndList(app: FastifyInstance, ctx: AppContext) {
   app.get(
     '/accounts',
     {
+      config: forAdmin,
       schema: {
         summary: 'List accounts',
         description:
@@ -99,6 +101,7 @@ function readAndChange(app: FastifyInstance, ctx: AppContext) {
   app.get(
     '/accounts/:username',
     {
+      config: forAdmin,
       schema: {
         summary: 'Get an account',
         description: missing,
@@ -114,6 +117,7 @@ function readAndChange(app: FastifyInstance, ctx: AppContext) {
   app.patch(
     '/accounts/:username',
     {
+      config: forAdmin,
       schema: {
         summary: 'Change the plan and features of an account',
         description:
@@ -147,6 +151,7 @@ function disableAndDelete(app: FastifyInstance, ctx: AppContext) {
     app.post(
       `/accounts/:username/${action}`,
       {
+        config: forAdmin,
         schema: {
           summary: disabled ? 'Disable an account' : 'Enable an account',
           description: disabled
@@ -169,6 +174,7 @@ function disableAndDelete(app: FastifyInstance, ctx: AppContext) {
   app.delete(
     '/accounts/:username',
     {
+      config: forAdmin,
       schema: {
         summary: 'Delete an account',
         description:
@@ -193,6 +199,7 @@ function setupLinks(app: FastifyInstance, ctx: AppContext) {
   app.post(
     '/accounts/:username/setup-url',
     {
+      config: forAdmin,
       schema: {
         summary: 'Make a new setup link',
         description:

@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { auditActions } from '../../audit/events.js'
 import { auditFilter } from '../../audit/query.js'
 import type { AppContext } from '../../context.js'
-import { nextPage, pageSize, tags } from './common.js'
+import { forAdmin, nextPage, pageSize, tags } from './common.js'
 import {
   AuditEventObject,
   AuditQuery,
@@ -50,6 +50,7 @@ export function auditRoutes(app: FastifyInstance, ctx: AppContext) {
   app.get(
     '/audit',
     {
+      config: forAdmin,
       schema: {
         summary: 'Read the audit log',
         description: paging,
@@ -65,6 +66,7 @@ export function auditRoutes(app: FastifyInstance, ctx: AppContext) {
   app.get(
     '/accounts/:username/audit',
     {
+      config: forAdmin,
       schema: {
         summary: "Read an account's audit log",
         description: `${paging} The events of a deleted account remain readable here.`,

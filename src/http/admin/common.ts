@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { OperatorScope } from '../../admin/keys.js'
 import type { Actor } from '../../audit/events.js'
 import type { AppContext } from '../../context.js'
 import { actorOf } from '../actor.js'
@@ -8,7 +9,19 @@ declare module 'fastify' {
     /** The id of the operator key that authorised an admin request. */
     adminKeyId: string | null
   }
+  interface FastifyContextConfig {
+    /**
+     * The operator scope an admin route needs (src/admin/keys.ts). Every admin route declares
+     * one: a route without it stops start-up (`operatorScopesDeclared`).
+     */
+    operatorScope?: OperatorScope
+  }
 }
+
+/** Route config: the route needs an `admin` key (the full scope). */
+export const forAdmin = { operatorScope: 'admin' } as const
+/** Route config: the route is `@tessera/verifier`'s too (an `admin` key may use it as well). */
+export const forVerifier = { operatorScope: 'verifier' } as const
 
 /** The OpenAPI tag of every admin route. */
 export const tags = ['admin']

@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { AppContext } from '../../context.js'
 import { ApiError } from '../../errors.js'
 import type { CreditTarget } from '../../usage/credits.js'
-import { operator, tags } from './common.js'
+import { forAdmin, forVerifier, operator, tags } from './common.js'
 import {
   AmountBody,
   CreditsObject,
@@ -54,6 +54,7 @@ function readAndSet(app: FastifyInstance, ctx: AppContext, owner: Owner) {
   app.get(
     owner.path,
     {
+      config: forAdmin,
       schema: {
         ...common,
         summary: `Get ${owner.whose} credits`,
@@ -73,6 +74,7 @@ function readAndSet(app: FastifyInstance, ctx: AppContext, owner: Owner) {
   app.put(
     owner.path,
     {
+      config: forAdmin,
       schema: {
         ...common,
         summary: `Set ${owner.whose} credits`,
@@ -97,6 +99,7 @@ function readAndSet(app: FastifyInstance, ctx: AppContext, owner: Owner) {
   app.delete(
     owner.path,
     {
+      config: forAdmin,
       schema: {
         ...common,
         summary: `Remove ${owner.whose} credits`,
@@ -122,6 +125,7 @@ function adjust(app: FastifyInstance, ctx: AppContext, owner: Owner) {
     app.post(
       `${owner.path}/${action}`,
       {
+        config: forAdmin,
         schema: {
           tags,
           security: operatorKey,
@@ -150,6 +154,7 @@ function leases(app: FastifyInstance, ctx: AppContext) {
   app.post(
     '/credits/leases',
     {
+      config: forVerifier,
       schema: {
         tags,
         security: operatorKey,

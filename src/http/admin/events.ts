@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { AppContext } from '../../context.js'
 import type { OutboxEvent } from '../../db/outbox.js'
 import { ApiError } from '../../errors.js'
-import { tags } from './common.js'
+import { forVerifier, tags } from './common.js'
 import { adminErrors, operatorKey } from './schemas.js'
 
 /** A stream further behind than this (a consumer that stopped reading) is cut; it resumes. */
@@ -36,6 +36,7 @@ export function eventRoutes(app: FastifyInstance, ctx: AppContext): void {
   app.get(
     '/events',
     {
+      config: forVerifier,
       schema: {
         summary: 'Follow the events (Server-Sent Events)',
         description,
@@ -73,6 +74,11 @@ export function eventRoutes(app: FastifyInstance, ctx: AppContext): void {
         'cache-control': 'no-store',
         'x-accel-buffering': 'no',
       })
+      // A HEAD has no body to follow: Node would hold its headers back until the end.
+      if (request.method === 'HEAD') {
+        raw.end()
+        return
+      }
       raw.write(reset ? 'retry: 1000\n\nevent: reset\ndata: {}\n\n' : 'retry: 1000\n\n')
       const write = (text: string) => {
         if (raw.writableLength > maxBufferedBytes) raw.destroy()

@@ -6,7 +6,7 @@ import { ApiError } from '../../errors.js'
 import type { Validation, ValidationCode } from '../../tokens/validator.js'
 import { outcomeOfCode } from '../../usage/attribution.js'
 import { outcomeIndex } from '../../usage/outcomes.js'
-import { operator, tags } from './common.js'
+import { forVerifier, operator, tags } from './common.js'
 import { adminErrors, IntrospectBody, Introspection, operatorKey } from './schemas.js'
 
 type Answer = Static<typeof Introspection>
@@ -29,7 +29,9 @@ const description = [
   'more: `TokenMalformed`, `TokenInvalid`, `TokenExpired`, or `TokenRevoked` (deleted, or its',
   "account disabled or deleted). Tessera: with `ip` (the caller's client address), a valid",
   'token restricted to IP ranges (`allowedIps`) that do not hold it answers `{active: false,',
-  'code: "TokenValid", reason: "ip_not_allowed"}`.',
+  'code: "TokenValid", reason: "ip_not_allowed"}`. An expired or revoked string that the account',
+  'now holding its name did not make (a deleted account\'s, or one before the account was',
+  'created) adds `unowned: true`: its refusals are counted against nobody.',
   'Credits (docs/credits.md): when the token or its account carries credits, an active answer',
   'spends `cost` of both (default 1; 0 spends nothing) and adds `credits: {token?, account?}`,',
   'the balances after; when either is short, nothing is spent and the answer is `{active:',
@@ -130,7 +132,11 @@ async function introspect(
   { ip, cost = 1 }: Static<typeof IntrospectBody>,
   actor: Actor,
 ): Promise<Answer> {
-  if (validation.code !== 'TokenValid') return inactive(validation.code)
+  if (validation.code !== 'TokenValid') {
+    // Not the account's that has its name now: a verifier counts it against nobody.
+    const answer = inactive(validation.code)
+    return 'unowned' in validation && validation.unowned ? { ...answer, unowned: true } : answer
+  }
   // Valid, but not from where the caller's client is (Tessera's allowedIps).
   const within = validation.principal.allowedIps
   if (ip !== undefined && within !== undefined && !within(ip)) {
@@ -172,6 +178,7 @@ export function introspectRoutes(app: FastifyInstance, ctx: AppContext): void {
     scope.post(
       '/introspect',
       {
+        config: forVerifier,
         schema: {
           summary: 'Introspect a token',
           description,

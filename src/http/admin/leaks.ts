@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { AppContext } from '../../context.js'
 import { maxLeakReports } from '../../tokens/leaks.js'
-import { operator, tags } from './common.js'
+import { forAdmin, operator, tags } from './common.js'
 import { adminErrors, operatorKey } from './schemas.js'
 
 const resources = { errorMessage: 'resources are invalid' }
@@ -30,6 +30,7 @@ export function leakAdminRoutes(app: FastifyInstance, ctx: AppContext) {
   app.post(
     '/leaks',
     {
+      config: forAdmin,
       schema: {
         summary: 'Report leaked tokens',
         description:

@@ -2,7 +2,7 @@ import type { Static } from '@sinclair/typebox'
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { AppContext } from '../../context.js'
-import { operator, tags } from './common.js'
+import { forAdmin, operator, tags } from './common.js'
 import {
   adminErrors,
   Invited,
@@ -34,6 +34,7 @@ function listAndInvite(app: FastifyInstance, ctx: AppContext) {
   app.get(
     '/accounts/:username/members',
     {
+      config: forAdmin,
       schema: {
         summary: "List an account's members",
         description: `Owners first, then developers, then viewers; by login within a role. ${missing}`,
@@ -52,6 +53,7 @@ function listAndInvite(app: FastifyInstance, ctx: AppContext) {
   app.post(
     '/accounts/:username/members',
     {
+      config: forAdmin,
       schema: {
         summary: 'Invite a member',
         description:
@@ -88,6 +90,7 @@ function roleAndRemoval(app: FastifyInstance, ctx: AppContext) {
   app.patch(
     '/accounts/:username/members/:login',
     {
+      config: forAdmin,
       schema: {
         summary: "Change a member's role",
         description:
@@ -110,6 +113,7 @@ function roleAndRemoval(app: FastifyInstance, ctx: AppContext) {
   app.delete(
     '/accounts/:username/members/:login',
     {
+      config: forAdmin,
       schema: {
         summary: 'Remove a member',
         description:
@@ -134,6 +138,7 @@ function portalLinks(app: FastifyInstance, ctx: AppContext) {
   app.post(
     '/accounts/:username/portal-links',
     {
+      config: forAdmin,
       schema: {
         summary: 'Make a one-time portal link',
         description:

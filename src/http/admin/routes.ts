@@ -1,4 +1,10 @@
 import type { FastifyInstance } from 'fastify'
+import {
+  isOperatorScope,
+  type OperatorScope,
+  operatorScopes,
+  scopeAllows,
+} from '../../admin/keys.js'
 import type { AppContext } from '../../context.js'
 import { ApiError } from '../../errors.js'
 import { accountRoutes } from './accounts.js'
@@ -19,6 +25,38 @@ export const adminDocs = { tags: [adminTag], securitySchemes }
 
 const bearer = /^Bearer +(\S+) *$/i
 
+/** An admin route as declared: its method, its full path, the operator scope it needs. */
+export interface AdminRoute {
+  method: string
+  url: string
+  scope: OperatorScope
+}
+
+const tables = new WeakMap<FastifyInstance, AdminRoute[]>()
+
+/** The admin routes of an app (its HEAD routes too), in the order declared. */
+export const adminRouteTable = (app: FastifyInstance): readonly AdminRoute[] =>
+  tables.get(app) ?? []
+
+/**
+ * Every route of `admin` must declare the operator scope it needs (`config.operatorScope`): one
+ * that does not stops start-up, so that no route is open to a verifier's key by being forgotten.
+ * Each route is written into `table`.
+ */
+export function operatorScopesDeclared(admin: FastifyInstance, table: AdminRoute[]): void {
+  admin.addHook('onRoute', (route) => {
+    const scope = route.config?.operatorScope
+    const methods = [route.method].flat()
+    if (!isOperatorScope(scope)) {
+      throw new Error(
+        `${methods.join(',')} ${route.url} declares no operator scope ` +
+          `(config.operatorScope: ${operatorScopes.join(' or ')})`,
+      )
+    }
+    for (const method of methods) table.push({ method, url: route.url, scope })
+  })
+}
+
 /**
  * The admin API under /admin/v1, for the operator's own backend. Its own plugin: the operator
  * key check and the 404 of unknown paths stay here, off the token API's path (a service's
@@ -26,17 +64,33 @@ const bearer = /^Bearer +(\S+) *$/i
  * is read: an `access_token` is never a credential.
  */
 export function adminRoutes(app: FastifyInstance, ctx: AppContext): void {
+  const table: AdminRoute[] = []
+  tables.set(app, table)
   app.register(
     async (admin) => {
+      operatorScopesDeclared(admin, table)
       admin.decorateRequest('adminKeyId', null)
       admin.addHook('onRequest', (request, reply, done) => {
         const presented = bearer.exec(request.headers.authorization ?? '')?.[1]
-        const id = presented === undefined ? undefined : ctx.adminKeys.verify(presented)
-        if (id === undefined) {
+        const key = presented === undefined ? undefined : ctx.adminKeys.verify(presented)
+        if (key === undefined) {
           reply.header('www-authenticate', 'Bearer realm="admin"')
           return done(new ApiError('unauthorized'))
         }
-        request.adminKeyId = id
+        request.adminKeyId = key.id
+        // Before the body is read. An unknown path needs no scope (any key is told 404); a
+        // route that somehow declared none needs the full one.
+        const needed =
+          request.routeOptions.config.operatorScope ?? (request.is404 ? undefined : 'admin')
+        if (needed !== undefined && !scopeAllows(key.scope, needed)) {
+          return done(
+            new ApiError(
+              'operatorScope',
+              `key ${key.id} has the ${key.scope} scope; ` +
+                `${request.method} ${request.routeOptions.url} needs the ${needed} scope`,
+            ),
+          )
+        }
         done()
       })
       // Unknown paths here answer 401 too without a key: nothing is told before it.

@@ -15,6 +15,10 @@ export const adminTag = {
     'Every request carries an operator key: `Authorization: Bearer <key>` (a key of `ADMIN_KEYS`,',
     'or one made by `tessera admin-key create`). Without a valid key every route, and every',
     'unknown path under `/admin/v1`, answers 401 `{"message":"Unauthorized"}`.',
+    "A key has a scope, and each route names the one it needs as its security requirement's",
+    'role: `admin` (every route) or `verifier` (introspection, credit leases, usage reports, the',
+    "event stream: what `@tessera/verifier` needs). A route outside the key's scope answers 403",
+    '`{"message":"the operator key\'s scope does not allow this"}`, before its input is read.',
     'Errors are JSON `{"message"}` with an optional `details` sentence: 404 `No such user` (no',
     'such account), 404 `Not found` (no such token in the account), 409 `account already exists`,',
     '422 `resources are invalid` (a bad body or filter; `details` says which),',
@@ -30,7 +34,9 @@ export const securitySchemes = {
   operatorKey: {
     type: 'http',
     scheme: 'bearer',
-    description: 'An operator key: an ADMIN_KEYS secret, or a key of `tessera admin-key create`',
+    description:
+      'An operator key: an ADMIN_KEYS secret, or a key of `tessera admin-key create`; its scope ' +
+      '(`admin` or `verifier`) is the role a route names',
   },
 }
 
@@ -175,7 +181,8 @@ export const IntrospectBody = Type.Object(
 
 /**
  * RFC 7662's answer plus Tessera's `id`, `usage`, `allowedUrls` and retrieve `code`, in the
- * order they are written; an inactive token has `active` and `code` only.
+ * order they are written; an inactive token has `active` and `code` only (and `unowned` or
+ * `reason` when it has one).
  */
 export const Introspection = Type.Object({
   active: Type.Boolean(),
@@ -207,6 +214,13 @@ export const Introspection = Type.Object({
   ),
   allowedIps: Type.Optional(
     Type.Array(Type.String(), { description: 'pk and sk: only when restricted to IP ranges' }),
+  ),
+  unowned: Type.Optional(
+    Type.Literal(true, {
+      description:
+        'TokenExpired or TokenRevoked of a string not made in the account that has its name ' +
+        'now (none, or a later one): counted against nobody, not the account it names',
+    }),
   ),
   reason: Type.Optional(
     Type.Union([Type.Literal('ip_not_allowed'), Type.Literal('credits_exhausted')], {

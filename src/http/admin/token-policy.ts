@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { AppContext } from '../../context.js'
-import { operator, tags } from './common.js'
+import { forAdmin, operator, tags } from './common.js'
 import { adminErrors, operatorKey, UsernameParams } from './schemas.js'
 
 const Days = (description: string, minimum: number, maximum: number) =>
@@ -39,6 +39,7 @@ export function tokenPolicyRoutes(app: FastifyInstance, ctx: AppContext) {
   app.get(
     '/accounts/:username/token-policy',
     {
+      config: forAdmin,
       schema: {
         summary: "Read an account's token policy",
         description: about,
@@ -57,6 +58,7 @@ export function tokenPolicyRoutes(app: FastifyInstance, ctx: AppContext) {
   app.put(
     '/accounts/:username/token-policy',
     {
+      config: forAdmin,
       schema: {
         summary: "Set an account's token policy",
         description:

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { AppContext } from '../../context.js'
 import { TokenObject } from '../schemas.js'
-import { nextPage, operator, pageSize, tags } from './common.js'
+import { forAdmin, nextPage, operator, pageSize, tags } from './common.js'
 import {
   AdminToken,
   adminErrors,
@@ -25,11 +25,12 @@ function listAndUsage(app: FastifyInstance, ctx: AppContext) {
   app.get(
     '/accounts/:username/tokens',
     {
+      config: forAdmin,
       schema: {
         summary: "List an account's tokens with their last use",
         description:
           'Oldest first, as token objects (an `sk` without its string) with `lastUsed`: the ' +
-          'minute of the last successful validation, written about once a minute, or null. ' +
+          'minute of the last successful validation, written every `USAGE_FLUSH_SECONDS` (10 s), or null. ' +
           '`start` comes from the `Link: <...>; rel="next"` header of the previous page. 404 ' +
           '`No such user` when the account does not exist.',
         tags,
@@ -59,10 +60,11 @@ function listAndUsage(app: FastifyInstance, ctx: AppContext) {
   app.get(
     '/accounts/:username/tokens/:token_id/usage',
     {
+      config: forAdmin,
       schema: {
         summary: "A token's last use and validations per hour",
         description:
-          'Its valid validations per hour of the last 30 days, as written about once a minute ' +
+          'Its valid validations per hour of the last 30 days, as written every `USAGE_FLUSH_SECONDS` ' +
           '(every outcome: `GET /accounts/{username}/usage?token=`). 404 `No such user` when ' +
           'the account does not exist, 404 `Not found` when it has no token with this id.',
         tags,
@@ -86,6 +88,7 @@ function roll(app: FastifyInstance, ctx: AppContext) {
   app.post(
     '/accounts/:username/tokens/:token_id/roll',
     {
+      config: forAdmin,
       schema: {
         summary: 'Roll a token',
         description:

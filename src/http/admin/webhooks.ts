@@ -2,7 +2,7 @@ import type { Static } from '@sinclair/typebox'
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { AppContext } from '../../context.js'
-import { nextPage, operator, pageSize, tags } from './common.js'
+import { forAdmin, nextPage, operator, pageSize, tags } from './common.js'
 import { adminErrors, operatorKey, PageQuery } from './schemas.js'
 import {
   CreatedWebhook,
@@ -38,6 +38,7 @@ function createAndList(app: FastifyInstance, ctx: AppContext) {
   app.post(
     '/webhooks',
     {
+      config: forAdmin,
       schema: {
         summary: 'Register a webhook endpoint',
         description:
@@ -65,6 +66,7 @@ function createAndList(app: FastifyInstance, ctx: AppContext) {
   app.get(
     '/webhooks',
     {
+      config: forAdmin,
       schema: {
         summary: 'List webhook endpoints',
         description:
@@ -95,6 +97,7 @@ function readAndRemove(app: FastifyInstance, ctx: AppContext) {
   app.get(
     '/webhooks/:id',
     {
+      config: forAdmin,
       schema: {
         summary: 'Get a webhook endpoint',
         description: `Without its secret. ${missing}`,
@@ -110,6 +113,7 @@ function readAndRemove(app: FastifyInstance, ctx: AppContext) {
   app.get(
     '/webhooks/:id/secret',
     {
+      config: forAdmin,
       schema: {
         summary: "Reveal a webhook endpoint's signing secret",
         description: `The key receivers check \`Tessera-Signature\` with. ${missing}`,
@@ -125,6 +129,7 @@ function readAndRemove(app: FastifyInstance, ctx: AppContext) {
   app.delete(
     '/webhooks/:id',
     {
+      config: forAdmin,
       schema: {
         summary: 'Remove a webhook endpoint',
         description:
@@ -148,6 +153,7 @@ function pingAndDeliveries(app: FastifyInstance, ctx: AppContext) {
   app.post(
     '/webhooks/:id/ping',
     {
+      config: forAdmin,
       schema: {
         summary: 'Send a test event to a webhook endpoint',
         description:
@@ -167,6 +173,7 @@ function pingAndDeliveries(app: FastifyInstance, ctx: AppContext) {
   app.get(
     '/webhooks/:id/deliveries',
     {
+      config: forAdmin,
       schema: {
         summary: "A webhook endpoint's deliveries",
         description:

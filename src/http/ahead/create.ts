@@ -8,6 +8,7 @@ import { ApiError } from '../../errors.js'
 import { jsonString } from '../../json.js'
 import type { TemporaryResult } from '../../tokens/creation.js'
 import type { Principal } from '../../tokens/principal.js'
+import { asksTemporary, creationRefusal } from '../../tokens/rules.js'
 import type { Validation } from '../../tokens/validator.js'
 import { principalActor } from '../actor.js'
 import { type HeaderSink, meteredLimit } from '../guard.js'
@@ -153,7 +154,7 @@ function atBodyEnd(ctx: AppContext, base: FastPathBase) {
 
 /**
  * The route's handler from its body on, as Fastify runs it after the guard: the body parser,
- * the check that only an sk makes a permanent token (met), the schema, then the create. Its
+ * the check of what the token may create (creationRefusal), the schema, then the create. Its
  * answer as JSON text, a temporary token's fields in the response schema's order.
  */
 function creating(ctx: AppContext) {
@@ -179,6 +180,9 @@ function creating(ctx: AppContext) {
       headers.header('connection', 'close')
       throw err
     }
+    // As the route's preValidation: what this token may create, before the schema.
+    const refused = creationRefusal(principal, asksTemporary(body))
+    if (refused !== undefined) throw refused
     if (checkBody(body).error !== undefined) throw new ApiError('invalidResources')
     const input = body as Static<typeof CreateBody>
     if (input.expires === undefined) return ctx.tokens.createJson(account, principal, input, actor)

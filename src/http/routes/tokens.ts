@@ -3,8 +3,9 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { AppContext } from '../../context.js'
 import type { AccountRecord } from '../../db/repositories.js'
-import { ApiError, fail } from '../../errors.js'
+import { fail } from '../../errors.js'
 import type { Principal } from '../../tokens/principal.js'
+import { asksTemporary, creationRefusal } from '../../tokens/rules.js'
 import { tokenActor } from '../actor.js'
 import { replayBody } from '../ahead/handover.js'
 import {
@@ -19,7 +20,7 @@ import {
 } from '../schemas.js'
 
 const authErrors = errorResponses(401, 404, 422, 429)
-/** Changes of a token: a retiring string cannot change its successors (403). */
+/** Changes of a token: a retiring string cannot change its successors (403), nor others (404). */
 const changeErrors = errorResponses(401, 403, 404, 422, 429)
 
 /** The guard has run: an authenticated route always has both. */
@@ -88,16 +89,7 @@ function createRoute(app: FastifyInstance, ctx: AppContext) {
       preParsing: replayBody,
       // The kind of token decides what it may create; checked before the body is validated.
       preValidation: (request, _reply, done) => {
-        const { principal } = caller(request)
-        const body = request.body
-        const temporary = typeof body === 'object' && body !== null && 'expires' in body
-        if (!temporary && principal.usage !== 'sk') {
-          return done(new ApiError('notFound', 'only a secret token may create a permanent token'))
-        }
-        if (temporary && principal.usage === 'pk') {
-          return done(new ApiError('notFound', 'a public token may not create temporary tokens'))
-        }
-        done()
+        done(creationRefusal(caller(request).principal, asksTemporary(request.body)))
       },
     },
     async (request, reply) => {
@@ -153,7 +145,9 @@ function rollRoute(app: FastifyInstance, ctx: AppContext) {
           'old string keeps working until `expires` of the optional body `{"expires": ' +
           '"<ISO 8601>"}`: now when absent, at most 24 hours ahead. The caller must hold every ' +
           'scope of the token; a temporary token cannot roll one. A token rolled already (still ' +
-          'working until its end) cannot be rolled again: 409.',
+          'working until its end) cannot be rolled again: 409. While it works, the old string ' +
+          'may change no token but itself (403 for the tokens that replaced it, 404 for any ' +
+          'other) and create no permanent token (404).',
         params: TokenIdParams,
         response: { 200: TokenObject, ...changeErrors, ...errorResponses(409) },
       },
