@@ -17,6 +17,8 @@ export const memberCommand: Group = async (ctx, config, { positionals, values })
       role: made.invitation.role,
       invitationUrl: `${origin}/account/invitations/${made.secret}`,
       expires: made.invitation.expires,
+      // Where SMTP_URL is set: whether it was mailed too, or held by the day's limits.
+      ...(made.mailed === undefined ? {} : { mailed: made.mailed }),
     }
   }
   if (sub === 'set-role' && a !== undefined && b !== undefined) {

@@ -1,7 +1,7 @@
 import { type Actor, type AuditEvent, auditEvent } from '../audit/events.js'
 import { Batcher, type GroupCommitStats } from '../db/batcher.js'
 import { insertDepth, insertWithEvents } from '../db/creates.js'
-import type { AccountRecord } from '../db/repositories.js'
+import { type AccountRecord, tokensRepo } from '../db/repositories.js'
 import { type TokenRecord, tokenDocument, withToken } from '../db/token-document.js'
 import { fail } from '../errors.js'
 import { isoTime, parseTimestamp } from '../time.js'
@@ -72,6 +72,37 @@ export class TokenCreation {
     )
   }
 
+  /**
+   * The authorizing pk/sk as its stored record has it now. The validator's principal comes from
+   * this instance's cache, which learns of a roll made elsewhere (another instance or worker)
+   * only when the change feed's notice arrives: until then the old string would pass for a token
+   * that is not retiring, and could make a permanent token, or a temporary one with
+   * tokens:write or past the grace. A create reads the caller's row once (by its key; creates
+   * are not the verification hot path), as update, roll and delete do (refuseRetiring). A tk
+   * names no stored token: it is taken as it is.
+   */
+  private async current(principal: Principal): Promise<Principal> {
+    if (principal.tokenId === undefined) return principal
+    const record = await tokensRepo.find(this.records.db, principal.tokenId)
+    // Deleted, or past its grace (and perhaps swept) since this instance cached it: as the
+    // validator answers such a string once it knows.
+    if (
+      record === undefined ||
+      (record.retiresAt !== undefined && record.retiresAt <= this.records.now())
+    ) {
+      return fail('unauthorized')
+    }
+    if (record.retiresAt === principal.retiresAt) return principal
+    // The end of what it makes (expiresAfterAuthorizer), as principalOf sets it from the record.
+    const end = Math.min(record.expiresAt ?? Infinity, record.retiresAt ?? Infinity)
+    const exp = Math.min(principal.exp ?? Infinity, Math.floor(end / 1000))
+    return {
+      ...principal,
+      ...(exp === Infinity ? {} : { exp }),
+      ...(record.retiresAt === undefined ? {} : { retiresAt: record.retiresAt }),
+    }
+  }
+
   /** A new permanent token, stored with its audit event; also its document, written once. */
   async insert(
     account: AccountRecord,
@@ -81,6 +112,9 @@ export class TokenCreation {
   ): Promise<{ record: TokenRecord; document: string }> {
     const refused = creationRefusal(principal, false)
     if (refused !== undefined) throw refused
+    principal = await this.current(principal)
+    const again = creationRefusal(principal, false)
+    if (again !== undefined) throw again
     const allowedUrls = normalizeAllowedUrls(input.allowedUrls)
     const allowedIps = normalizeAllowedIps(input.allowedIps)
     const expiresAt = normalizeExpiresAt(input.expiresAt, this.records.now())
@@ -126,6 +160,7 @@ export class TokenCreation {
   ): Promise<TemporaryResult> {
     const refused = creationRefusal(principal, true)
     if (refused !== undefined) throw refused
+    principal = await this.current(principal)
     if (input.allowedUrls !== undefined) {
       fail('invalidResources', 'temporary tokens cannot have allowedUrls')
     }

@@ -324,6 +324,8 @@ describe('members and roles', () => {
       ),
       expires: new Date(T0 + 7 * 24 * 60 * minute).toISOString(),
     })
+    // Without SMTP_URL nothing is mailed, and the answer says nothing about mail.
+    expect(Object.keys(res.body)).toEqual(['email', 'role', 'invitationUrl', 'expires'])
     const b = new DashboardClient(h.app)
     const path = new URL(res.body.invitationUrl).pathname
     expect((await b.post(path, { login: 'dana', password, confirm: password })).status).toBe(303)

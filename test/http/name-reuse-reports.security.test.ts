@@ -26,7 +26,12 @@ async function reused() {
   const name = s.h.alice.username
   const key = (secret: string) => ({ authorization: `Bearer ${secret}` })
   const post = async (path: string, body: object) => {
-    const res = await s.socket(`/admin/v1${path}`, 'POST', key(verifierSecret), JSON.stringify(body))
+    const res = await s.socket(
+      `/admin/v1${path}`,
+      'POST',
+      key(verifierSecret),
+      JSON.stringify(body),
+    )
     return { status: res.status, body: JSON.parse(res.body) }
   }
   /** The account's totals and tokens over the whole day, read through the admin API. */
@@ -58,7 +63,12 @@ describe('a name used again, counted by a verifier', () => {
     const own = await s.h.token(name, ['styles:read'], { note: 'own' })
     await s.h.ctx.tokens.remove(later, own.id, cliActor)
     const at = new Date(s.h.clock.now).toISOString()
-    const row = (token: string, outcomes: object) => ({ minute: at, account: name, token, outcomes })
+    const row = (token: string, outcomes: object) => ({
+      minute: at,
+      account: name,
+      token,
+      outcomes,
+    })
     const reported = await post('/usage/reports', {
       reporter: 'edge-1',
       batch: 'b-1',

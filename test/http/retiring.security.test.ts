@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
+import { tokensRepo } from '../../src/db/repositories.js'
 import { all } from '../helpers.js'
 import { type Answer, closeServing, serving } from './serving.js'
 
@@ -120,6 +121,60 @@ describe("a rolled token's old string", () => {
     const own = await s.socket(url(`/${w.id}`), 'PATCH', {}, JSON.stringify({ note: 'old deploy' }))
     expect(own.status).toBe(200)
     expect((await s.socket(url(`/${w.id}`), 'DELETE')).status).toBe(204)
+  })
+
+  it('is refused by the stored record when it reaches an instance whose cache has not yet heard of the roll: no permanent token, and a temporary one only within the grace and without tokens:write', async () => {
+    const s = await serving({ RATE_LIMIT_PER_MINUTE: '1000' })
+    const name = s.h.alice.username
+    const w = await s.h.token(name, [...all, 'styles:read'], { note: 'deploy' })
+    const cached = async () => {
+      const validation = await s.h.ctx.tokens.validate(w.token)
+      expect(validation.code).toBe('TokenValid')
+      return (validation as { principal: { retiresAt?: number } }).principal.retiresAt
+    }
+    expect(await cached()).toBeUndefined()
+    // Rolled elsewhere (another instance or worker) with 10 minutes' grace: its row is written,
+    // and the notice that would empty this instance's cache has not come yet.
+    const graceEnd = s.h.clock.now + 10 * 60_000
+    expect(await tokensRepo.retire(s.h.ctx.db, w.id, iso(graceEnd))).toBe(true)
+    expect(await cached()).toBeUndefined()
+    const url = `/tokens/v2/${name}?access_token=${w.token}`
+    const since = `the authorizing token was rolled and works until ${iso(graceEnd)}`
+    for (const scopes of [['tokens:write', 'tokens:read'], ['styles:read']]) {
+      const body = JSON.stringify({ note: 'mine', scopes })
+      s.fastify.length = 0
+      const fast = await s.socket(url, 'POST', {}, body)
+      // Answered ahead of Fastify, which the stale cache lets it take, exactly as the route.
+      expect(s.fastify).toEqual([])
+      expect(json(fast)).toEqual([
+        404,
+        {
+          message: 'Not found',
+          details: `${since}: a rolled token cannot create a permanent token; use the token that replaced it`,
+        },
+      ])
+      expect(shape(fast)).toEqual(shape(await s.inject(url, 'POST', {}, body)))
+    }
+    const temporary = (expires: number, scopes: string[]) =>
+      s.socket(url, 'POST', {}, JSON.stringify({ expires: iso(expires), scopes }))
+    expect(json(await temporary(graceEnd - 60_000, ['tokens:write']))).toEqual([
+      422,
+      {
+        message: 'scopes are invalid',
+        details: 'a rolled token cannot give tokens:write to a temporary token',
+      },
+    ])
+    expect(json(await temporary(graceEnd + 60_000, ['styles:read']))).toEqual([
+      422,
+      { message: 'expires may not be greater than the expiration of the authorizing token' },
+    ])
+    const within = await temporary(graceEnd, ['styles:read'])
+    expect(within.status).toBe(200)
+    expect(JSON.parse(within.body).expires).toBe(iso(graceEnd))
+    const created = (await s.h.ctx.audit.list({ username: name, limit: 50 })).filter(
+      (e) => e.action === 'token.created' && e.actor.type === 'token',
+    )
+    expect(created).toEqual([])
   })
 
   it('is no credential of the admin API or the dashboard', async () => {

@@ -15,6 +15,7 @@ import * as metering from './0013-metering.js'
 import * as tokenHygiene from './0014-token-hygiene.js'
 import * as reporterNamespace from './0015-reporter-namespace.js'
 import * as goneTokens from './0016-gone-tokens.js'
+import * as invitationMailsIndex from './0017-invitation-mails-index.js'
 
 /** Registered explicitly (no globbing) so that they survive bundling. Append only. */
 const migrations: Record<string, Migration> = {
@@ -34,6 +35,7 @@ const migrations: Record<string, Migration> = {
   '0014-token-hygiene': tokenHygiene,
   '0015-reporter-namespace': reporterNamespace,
   '0016-gone-tokens': goneTokens,
+  '0017-invitation-mails-index': invitationMailsIndex,
 }
 
 export const migrationProvider: MigrationProvider = {

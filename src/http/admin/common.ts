@@ -8,6 +8,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The id of the operator key that authorised an admin request. */
     adminKeyId: string | null
+    /** That key's scope (what GET /admin/v1/events sends depends on it). */
+    adminKeyScope: OperatorScope | null
   }
   interface FastifyContextConfig {
     /**

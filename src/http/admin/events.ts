@@ -11,6 +11,23 @@ const maxBufferedBytes = 4 * 1024 * 1024
 const pingEveryMs = 15_000
 const position = /^[0-9]{1,15}$/
 
+/**
+ * What a `verifier` key (the internet-facing side) gets of the stream: the events after which
+ * @tessera/verifier drops cached answers or credit leases (packages/verifier/src/invalidation.ts),
+ * each cut to what it reads there; never the audit log's client addresses, actors, request ids
+ * or other details (an invitee's email, a sign-in's typed login). An `admin` key gets it all.
+ */
+const verifierActions = new Set([
+  'token.updated',
+  'token.deleted',
+  'token.rolled',
+  'account.changed',
+  'account.disabled',
+  'account.enabled',
+  'account.deleted',
+  'credits.changed',
+])
+
 const description = [
   'Server-Sent Events (`text/event-stream`): every event of the audit log as it is committed,',
   'as `id: <sequence number>`, `event: <action>`, `data: <the audit event as JSON>`. Resumable:',
@@ -18,11 +35,73 @@ const description = [
   'that number that is still kept (EVENT_RETENTION_HOURS), then follows; without either it starts',
   'after the newest event. When events after the given number are no longer kept, the stream',
   'begins with `event: reset` (`data: {}`): drop whatever was derived from earlier events.',
-  'A comment line `: ping` every 15 s keeps idle connections open. 422 `resources are invalid`',
+  'A comment line `: ping` every 15 s keeps idle connections open. A `verifier` key gets only',
+  `the events @tessera/verifier acts on (${[...verifierActions].join(', ')}), each as`,
+  '`{id, at, action, account, target}` (a `token.rolled` with `details.previous`), never the',
+  "actor, address, request id or other details; the other events' positions still reach it (a",
+  'frame with only an `id:` line), so that it resumes where it was. 422 `resources are invalid`',
   'for a position that is not a number.',
 ].join(' ')
 
 const frame = (e: OutboxEvent) => `id: ${e.seq}\nevent: ${e.action}\ndata: ${e.body}\n\n`
+
+/** The frames of a batch of events, for one stream. */
+type Framer = (events: OutboxEvent[]) => string
+
+/** A verifier's view of each event, made once however many verifiers follow the stream. */
+const verifierViews = new WeakMap<OutboxEvent, string>()
+
+/** The event as a verifier reads it, or null when a verifier does not get it. */
+function verifierView(e: OutboxEvent): string | null {
+  if (!verifierActions.has(e.action)) return null
+  const known = verifierViews.get(e)
+  if (known !== undefined) return known
+  let view: string
+  try {
+    const full = JSON.parse(e.body)
+    const target: { type?: unknown; id?: unknown } = { type: full.target?.type }
+    if (full.target?.id !== undefined) target.id = full.target.id
+    const slim: Record<string, unknown> = { id: full.id, at: full.at, action: full.action }
+    if (full.account !== undefined) slim.account = full.account
+    slim.target = target
+    // The old token of a roll: its cached answers are the ones outdated.
+    if (e.action === 'token.rolled') slim.details = { previous: full.details?.previous }
+    view = JSON.stringify(slim)
+  } catch {
+    // Never the case (the outbox holds our own JSON): one that names nothing clears a cache.
+    view = JSON.stringify({ action: e.action })
+  }
+  verifierViews.set(e, view)
+  return view
+}
+
+const adminFrames: Framer = (events) => {
+  let text = ''
+  for (const e of events) text += frame(e)
+  return text
+}
+
+/**
+ * A verifier's frames. When the batch ends with events it does not get, a frame with only
+ * their last position (no data: nothing is dispatched, but EventSource and @tessera/verifier
+ * take it as the last event id) moves its Last-Event-ID past them: a reconnection resumes
+ * there, not before them, and is not told `reset` for events it never needed.
+ */
+const verifierFrames: Framer = (events) => {
+  let text = ''
+  let skipped: number | undefined
+  for (const e of events) {
+    const view = verifierView(e)
+    if (view === null) {
+      skipped = e.seq
+      continue
+    }
+    text += `id: ${e.seq}\nevent: ${e.action}\ndata: ${view}\n\n`
+    skipped = undefined
+  }
+  if (skipped !== undefined) text += `id: ${skipped}\n\n`
+  return text
+}
 
 /** The event stream: the outbox followed, for consumers such as @tessera/verifier. */
 export function eventRoutes(app: FastifyInstance, ctx: AppContext): void {
@@ -84,10 +163,10 @@ export function eventRoutes(app: FastifyInstance, ctx: AppContext): void {
         if (raw.writableLength > maxBufferedBytes) raw.destroy()
         else raw.write(text)
       }
+      const frames = request.adminKeyScope === 'admin' ? adminFrames : verifierFrames
       const unsubscribe = ctx.events.subscribe(after, (events) => {
-        let text = ''
-        for (const e of events) text += frame(e)
-        write(text)
+        const text = frames(events)
+        if (text !== '') write(text)
       })
       const ping = setInterval(() => write(': ping\n\n'), pingEveryMs)
       const end = () => {

@@ -30,7 +30,7 @@ const description = [
   "account disabled or deleted). Tessera: with `ip` (the caller's client address), a valid",
   'token restricted to IP ranges (`allowedIps`) that do not hold it answers `{active: false,',
   'code: "TokenValid", reason: "ip_not_allowed"}`. An expired or revoked string that the account',
-  'now holding its name did not make (a deleted account\'s, or one before the account was',
+  "now holding its name did not make (a deleted account's, or one before the account was",
   'created) adds `unowned: true`: its refusals are counted against nobody.',
   'Credits (docs/credits.md): when the token or its account carries credits, an active answer',
   'spends `cost` of both (default 1; 0 spends nothing) and adds `credits: {token?, account?}`,',

@@ -59,7 +59,9 @@ function listAndInvite(app: FastifyInstance, ctx: AppContext) {
         description:
           'A one-time invitation link (7 days) for the person to join with the role: they ' +
           'choose a username and password, or join as the person they are signed in as. Where ' +
-          'SMTP_URL is set the link is also mailed to the email. 422 `resources are invalid` ' +
+          'SMTP_URL is set the link is also mailed to the email, unless the account or the ' +
+          'address has reached its limit of invitation mails for 24 hours (INVITATION_MAILS_PER_*): ' +
+          '`mailed` says which. 422 `resources are invalid` ' +
           `for a bad email or role. ${missing}`,
         tags,
         security: operatorKey,
@@ -80,6 +82,7 @@ function listAndInvite(app: FastifyInstance, ctx: AppContext) {
           role: made.invitation.role,
           invitationUrl: `${originOf(app, ctx)}/account/invitations/${made.secret}`,
           expires: made.invitation.expires,
+          ...(made.mailed === undefined ? {} : { mailed: made.mailed }),
         })
     },
   )

@@ -70,6 +70,7 @@ export function adminRoutes(app: FastifyInstance, ctx: AppContext): void {
     async (admin) => {
       operatorScopesDeclared(admin, table)
       admin.decorateRequest('adminKeyId', null)
+      admin.decorateRequest('adminKeyScope', null)
       admin.addHook('onRequest', (request, reply, done) => {
         const presented = bearer.exec(request.headers.authorization ?? '')?.[1]
         const key = presented === undefined ? undefined : ctx.adminKeys.verify(presented)
@@ -78,6 +79,7 @@ export function adminRoutes(app: FastifyInstance, ctx: AppContext): void {
           return done(new ApiError('unauthorized'))
         }
         request.adminKeyId = key.id
+        request.adminKeyScope = key.scope
         // Before the body is read. An unknown path needs no scope (any key is told 404); a
         // route that somehow declared none needs the full one.
         const needed =

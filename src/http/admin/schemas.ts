@@ -265,6 +265,15 @@ export const Invited = Type.Object({
     description: 'A one-time link (7 days) to pass on: the person joins with it',
   }),
   expires: Type.String(),
+  mailed: Type.Optional(
+    Type.Boolean({
+      description:
+        'Where SMTP_URL is set: whether the link was mailed to the email too; false when the ' +
+        'account or the address has reached its limit of invitation mails for 24 hours ' +
+        '(INVITATION_MAILS_PER_ACCOUNT, INVITATION_MAILS_PER_ADDRESS), and the link is only ' +
+        'here to pass on. Absent without mail.',
+    }),
+  ),
 })
 
 export const SetRoleBody = Type.Object({ role: RoleField }, resources)
