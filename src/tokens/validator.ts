@@ -1,8 +1,8 @@
 import type { Db } from '../db/database.js'
-import { goneTokensRepo } from '../db/gone-tokens.js'
 import { type AccountRecord, type TokenRecord, tokensRepo } from '../db/repositories.js'
 import { BoundedMap, type TokenCache } from './cache.js'
 import { type ParsedToken, parseToken, signatureMatches } from './codec.js'
+import { type AccountLookup, type Gone, GoneTokens } from './gone.js'
 import { tokenIdPattern } from './ids.js'
 import type { Keyring } from './keyring.js'
 import type { Principal } from './principal.js'
@@ -15,11 +15,7 @@ export type ValidationCode =
   | 'TokenExpired'
   | 'TokenRevoked'
 
-/** Accounts as validation reads them (AccountDirectory): cached when it may, else a read. */
-export interface AccountLookup {
-  find(username: string): AccountRecord | undefined | Promise<AccountRecord | undefined>
-  peek(username: string): AccountRecord | undefined
-}
+export type { AccountLookup }
 
 export type Validation =
   | { code: 'TokenMalformed' }
@@ -32,9 +28,6 @@ export type Validation =
   | { code: 'TokenValid'; parsed: ParsedToken; principal: Principal }
 
 type Temporary = Extract<ParsedToken, { usage: 'tk' }>
-
-/** A token deleted while its account stayed: whose it was; null when not that (unowned). */
-type Gone = { username: string; created: string } | null
 
 const unowned = (code: 'TokenExpired' | 'TokenRevoked', parsed: ParsedToken): Validation => ({
   code,
@@ -57,11 +50,8 @@ export class TokenValidator {
   /** One Principal per cached record or verified temporary token. */
   private readonly principals = new WeakMap<TokenRecord | ParsedToken, Principal>()
   private readonly createdSeconds = new WeakMap<AccountRecord, number>()
-  /**
-   * Signed pk/sk ids with no record, and whose each was (see Gone): an id never comes back, so
-   * a string of a deleted token costs one look in the database per instance, not one a request.
-   */
-  private readonly gone = new BoundedMap<Gone>(50_000)
+  /** Signed pk/sk ids with no record, and whose each was. */
+  private readonly gone: GoneTokens
   /** Expired temporary tokens not made in the account that has their name now (unowned). */
   private readonly strangers = new WeakSet<ParsedToken>()
 
@@ -71,7 +61,9 @@ export class TokenValidator {
     private readonly cache: TokenCache,
     private readonly now: () => number,
     private readonly accounts: AccountLookup,
-  ) {}
+  ) {
+    this.gone = new GoneTokens(db, accounts)
+  }
 
   /** A token record from the database, kept in the cache unless it changed meanwhile. */
   private async load(id: string): Promise<TokenRecord | undefined> {
@@ -112,16 +104,11 @@ export class TokenValidator {
     if (typeof a !== 'string' || !tokenIdPattern.test(a)) return unowned('TokenRevoked', parsed)
     const gone = this.gone.get(a)
     if (gone !== undefined) return this.ofGone(permanent, a, gone)
-    return this.load(a).then((record) =>
-      record === undefined ? this.loadGone(permanent, a) : this.againstRecord(permanent, record),
+    return this.load(a).then(async (record) =>
+      record === undefined
+        ? this.ofGone(permanent, a, await this.gone.load(a))
+        : this.againstRecord(permanent, record),
     )
-  }
-
-  /** A signed pk/sk id with no record: whose it was, kept (see `gone`). */
-  private async loadGone(parsed: ParsedToken, id: string): Promise<Validation> {
-    const gone = (await goneTokensRepo.find(this.db, id)) ?? null
-    this.gone.set(id, gone)
-    return this.ofGone(parsed, id, gone)
   }
 
   /**
@@ -136,45 +123,22 @@ export class TokenValidator {
     let gone = record === undefined ? this.gone.get(id) : undefined
     if (record === undefined && gone === undefined) {
       record = await this.load(id)
-      if (record === undefined) {
-        gone = (await goneTokensRepo.find(this.db, id)) ?? null
-        this.gone.set(id, gone)
-      }
+      if (record === undefined) gone = await this.gone.load(id)
     }
     if (record !== undefined) {
       if (record.username !== username) return false
       const account = await this.accounts.find(username)
       return account !== undefined && record.created >= account.created
     }
-    if (gone == null || gone.username !== username) return false
-    return this.madeIn(id, gone.created, await this.accounts.find(username))
+    return this.gone.owned(id, gone ?? null, username)
   }
 
-  /**
-   * A deleted pk/sk: revoked, counted against its account while the account that has its name
-   * is the one it was made in, else against nobody (a string of a deleted account, or of one
-   * deleted before gone_tokens kept anything). Once its account is gone, so is its claim.
-   */
+  /** A deleted pk/sk: revoked, counted against nobody unless its account's (GoneTokens.owned). */
   private ofGone(parsed: ParsedToken, id: string, gone: Gone): Validation | Promise<Validation> {
-    if (gone === null || gone.username !== parsed.payload.u) return unowned('TokenRevoked', parsed)
-    const account = this.accounts.find(gone.username)
-    return account instanceof Promise
-      ? account.then((a) => this.goneOf(parsed, id, gone.created, a))
-      : this.goneOf(parsed, id, gone.created, account)
-  }
-
-  private goneOf(p: ParsedToken, id: string, created: string, account?: AccountRecord): Validation {
-    return this.madeIn(id, created, account)
-      ? { code: 'TokenRevoked', parsed: p }
-      : unowned('TokenRevoked', p)
-  }
-
-  /** Whether a deleted token (made at `created`) was made in the account that has its name. */
-  private madeIn(id: string, created: string, account: AccountRecord | undefined): boolean {
-    if (account !== undefined && account.created <= created) return true
-    // No account has its name, or a later one: the one it was made in never will again.
-    this.gone.set(id, null)
-    return false
+    const revoked = (owned: boolean): Validation =>
+      owned ? { code: 'TokenRevoked', parsed } : unowned('TokenRevoked', parsed)
+    const owned = this.gone.owned(id, gone, parsed.payload.u)
+    return owned instanceof Promise ? owned.then(revoked) : revoked(owned)
   }
 
   /**
