@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { cliActor } from '../../src/audit/events.js'
 import { all } from '../helpers.js'
 import { secrets } from './admin-client.js'
+import { expiredTemporaries } from './name-reuse.js'
 import { closeServing, serving } from './serving.js'
 import { usageRows } from './usage-helpers.js'
 
@@ -93,26 +94,8 @@ describe('a name used again, counted by a verifier', () => {
 
   it("tells a verifier that an expired temporary token of a deleted account is nobody's", async () => {
     const { s, name, post } = await reused()
-    const sk = await s.h.token(name, all)
-    const made = await s.socket(
-      `/tokens/v2/${name}?access_token=${sk.token}`,
-      'POST',
-      {},
-      JSON.stringify({ expires: new Date(s.h.clock.now + hour).toISOString(), scopes: [] }),
-    )
-    const tk = JSON.parse(made.body).token as string
-    await s.h.ctx.accounts.remove(name, cliActor)
-    s.h.clock.now += 2 * hour
-    await s.h.ctx.accounts.create(name, undefined, [], cliActor)
-    const writer = await s.h.token(name, all)
-    const ownMade = await s.socket(
-      `/tokens/v2/${name}?access_token=${writer.token}`,
-      'POST',
-      {},
-      JSON.stringify({ expires: new Date(s.h.clock.now + minute).toISOString(), scopes: [] }),
-    )
-    const own = JSON.parse(ownMade.body).token as string
-    s.h.clock.now += 2 * minute
+    // A temporary token of its own, past its end too: that one's refusals are its own.
+    const { former: tk, formerMaker: sk, own } = await expiredTemporaries(s, name)
     // A report row of a tk names no token and no issue time: the introspection answer says it.
     const ask = (token: string) => post('/introspect', { token, cost: 0, count: false })
     expect(await ask(tk)).toEqual({

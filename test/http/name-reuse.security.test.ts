@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { cliActor } from '../../src/audit/events.js'
-import { all } from '../helpers.js'
 import { adminEnv, secrets } from './admin-client.js'
+import { expiredTemporaries } from './name-reuse.js'
 import { closeServing, serving } from './serving.js'
 
 /**
@@ -66,27 +66,8 @@ describe('a name used again', () => {
 
   it("counts a deleted account's expired temporary token against nobody, not the later account", async () => {
     const { s, name, retrieve, usage } = await reused()
-    const sk = await s.h.token(name, all)
-    const made = await s.socket(
-      `/tokens/v2/${name}?access_token=${sk.token}`,
-      'POST',
-      {},
-      JSON.stringify({ expires: new Date(s.h.clock.now + hour).toISOString(), scopes: [] }),
-    )
-    const tk = JSON.parse(made.body).token as string
-    await s.h.ctx.accounts.remove(name, cliActor)
-    s.h.clock.now += 2 * hour
-    await s.h.ctx.accounts.create(name, undefined, [], cliActor)
-    // A temporary token of its own, past its end: that one's refusals are its own.
-    const writer = await s.h.token(name, all)
-    const ownMade = await s.socket(
-      `/tokens/v2/${name}?access_token=${writer.token}`,
-      'POST',
-      {},
-      JSON.stringify({ expires: new Date(s.h.clock.now + minute).toISOString(), scopes: [] }),
-    )
-    const own = JSON.parse(ownMade.body).token as string
-    s.h.clock.now += 2 * minute
+    // A temporary token of its own, past its end too: that one's refusals are its own.
+    const { former: tk, own, ownMaker: writer } = await expiredTemporaries(s, name)
     for (let i = 0; i < 20; i++) expect(await retrieve(tk)).toBe('TokenExpired')
     expect(await retrieve(own)).toBe('TokenExpired')
     s.h.clock.now += minute

@@ -1,11 +1,10 @@
 import { generateSync } from 'otplib'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { cliActor } from '../../src/audit/events.js'
-import { randomAlnum } from '../../src/ids.js'
-import { dialect } from '../dialect.js'
 import { type Harness, harness } from '../helpers.js'
 import { admin, adminEnv } from './admin-client.js'
 import { alertOf, DashboardClient, signedInHolder, titleOf } from './dashboard-client.js'
+import { sharedThrottle, tally } from './throttle-helpers.js'
 
 const password = 'correct horse battery staple'
 const mallorys = 'mallory knows this one'
@@ -160,21 +159,6 @@ describe('people: an owner of one account cannot take a seat in another', () => 
     ])
   })
 })
-
-/** Redis beside PostgreSQL when the run has it: the throttle is then shared, as in a fleet. */
-const sharedThrottle = () =>
-  dialect === 'postgres' && process.env.TEST_REDIS_URL
-    ? {
-        REDIS_URL: process.env.TEST_REDIS_URL,
-        REDIS_KEY_PREFIX: `tessera-test-${randomAlnum(10)}:`,
-      }
-    : {}
-
-/** How many answers had each status, by status. */
-const tally = (statuses: number[]) =>
-  Object.fromEntries(
-    [...new Set(statuses)].sort().map((s) => [s, statuses.filter((t) => t === s).length]),
-  )
 
 describe('the sign-in throttle holds against concurrent attempts', () => {
   let h: Harness

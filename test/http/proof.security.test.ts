@@ -1,9 +1,8 @@
 import { generateSync } from 'otplib'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { randomAlnum } from '../../src/ids.js'
-import { dialect } from '../dialect.js'
 import { call, type Harness, harness } from '../helpers.js'
 import { alertOf, DashboardClient, signedInHolder, titleOf } from './dashboard-client.js'
+import { sharedThrottle, tally } from './throttle-helpers.js'
 
 const password = 'correct horse battery staple'
 const minute = 60_000
@@ -178,20 +177,6 @@ describe('a session past its proof window cannot keep the account', () => {
     expect(made.body).toMatch(/id="new-token"/)
   })
 })
-
-/** Redis beside PostgreSQL when the run has it: the throttle is then shared, as in a fleet. */
-const sharedThrottle = () =>
-  dialect === 'postgres' && process.env.TEST_REDIS_URL
-    ? {
-        REDIS_URL: process.env.TEST_REDIS_URL,
-        REDIS_KEY_PREFIX: `tessera-test-${randomAlnum(10)}:`,
-      }
-    : {}
-
-const tally = (statuses: number[]) =>
-  Object.fromEntries(
-    [...new Set(statuses)].sort().map((s) => [s, statuses.filter((t) => t === s).length]),
-  )
 
 describe('Settings → Password is no guessing oracle', () => {
   let h: Harness
