@@ -82,7 +82,7 @@ describe('Redis rate limiting', () => {
 
   let runs = 0
   /**
-   * The most one instance can hold unspent for a limit, as docs/operations.md states it: a lease
+   * The most one instance can hold unspent for a limit, as docs/scaling.md states it: a lease
    * is at most a quarter of what is left above the last 10 requests and at most 4,096, and a
    * refill comes when half of the last is spent.
    */
