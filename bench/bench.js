@@ -1,4 +1,5 @@
-// `npm run bench [-- --scale]`: Tessera's production build against the Fastify floor.
+// `npm run bench [-- --scale]`: Tessera's production build against the Fastify floor and a raw
+// node:https floor (bench/floor.js raw: no framework, the same body and headers).
 // See docs/performance.md. Knobs: BENCH_SECONDS, BENCH_ROUNDS, BENCH_CONNECTIONS;
 // DATABASE_URL / REDIS_URL add a service on PostgreSQL / Redis beside SQLite's, measured in the
 // same rounds (--scale and the verifier alone then run on PostgreSQL only); BENCH_METRICS=1 turns on
@@ -219,6 +220,7 @@ async function main() {
   const fleet = Boolean(process.env.DATABASE_URL)
   const targets = []
   let floor
+  let rawFloor
   try {
     // --scale and the verifier alone run on one service: the fleet's when DATABASE_URL is set.
     const alone = scale || only === 'verifier'
@@ -233,6 +235,14 @@ async function main() {
       /floor ready (\d+)/,
     )
     const floorBase = `https://127.0.0.1:${floor.match[1]}`
+    // The second floor: node:https alone, the least a Node process can do per request.
+    rawFloor = await start(
+      path.join(root, 'bench/floor.js'),
+      [certFile, path.join(first.env.DATA_DIR, 'tls', 'key.pem'), '0', 'raw'],
+      process.env,
+      /floor ready (\d+)/,
+    )
+    const rawBase = `https://127.0.0.1:${rawFloor.match[1]}`
     const last = targets[targets.length - 1]
     if (scale) {
       const pages = await runScale({ base: first.base, ca: first.ca, bigToken: first.bigToken })
@@ -275,6 +285,7 @@ async function main() {
         if (res.status !== 200) throw new Error(`${s.name}: ${res.status} ${res.text}`)
         s.size = Buffer.byteLength(res.text)
         s.floor = []
+        s.raw = []
         s.service = []
       }
     }
@@ -283,6 +294,7 @@ async function main() {
     // Warm-up: let every server's JIT settle before anything is measured.
     for (const [i] of names.entries()) {
       await load({ url: `${floorBase}/floor/${first.scenarios[i].size}`, connections, seconds: 1 })
+      await load({ url: `${rawBase}/floor/${first.scenarios[i].size}`, connections, seconds: 1 })
       for (const t of targets) await load({ ...loadOf(t, t.scenarios[i]), seconds: 1 })
     }
     for (const t of targets) t.rssStart = rss(t.service.child.pid)
@@ -300,6 +312,11 @@ async function main() {
           s.floor.push(
             await measured(floor.child.pid, () =>
               load({ url: `${floorBase}/floor/${s.size}`, connections, seconds }),
+            ),
+          )
+          s.raw.push(
+            await measured(rawFloor.child.pid, () =>
+              load({ url: `${rawBase}/floor/${s.size}`, connections, seconds }),
             ),
           )
           const servers = t.env.DATABASE_URL !== undefined
@@ -343,6 +360,7 @@ async function main() {
     await verifierScenario()
   } finally {
     floor?.child.kill('SIGTERM')
+    rawFloor?.child.kill('SIGTERM')
     for (const t of targets) await stopTarget(t)
   }
 }
@@ -359,6 +377,7 @@ const spread = (xs) => `${fmt(Math.min(...xs), 2)}-${fmt(Math.max(...xs), 2)}`
 function tableOf(scenarios) {
   return scenarios.map((s) => {
     const ratios = s.service.map((r, i) => r.rps / s.floor[i].rps)
+    const rawRatios = s.service.map((r, i) => r.rps / s.raw[i].rps)
     return {
       scenario: s.name,
       bytes: s.size,
@@ -369,6 +388,10 @@ function tableOf(scenarios) {
       floorP50: median(s.floor.map((r) => r.p50)),
       ratio: median(ratios),
       ratios,
+      rawRps: median(s.raw.map((r) => r.rps)),
+      rawRatio: median(rawRatios),
+      rawRatios,
+      rawCpuUs: median(s.raw.map((r) => r.cpuUs)),
       floorCpuUs: median(s.floor.map((r) => r.cpuUs)),
       cpuUs: median(s.service.map((r) => r.cpuUs)),
       ...(s.service[0]?.postgresCpuUs === undefined
@@ -386,11 +409,11 @@ function report(t) {
   const servers = t.table[0]?.postgresCpuUs !== undefined
   const head = servers ? ' PostgreSQL CPU µs/req | Redis CPU µs/req |' : ''
   return [
-    `| scenario | bytes | floor req/s | req/s | ratio | ratio range | p50 ms | p99 ms | floor p50 ms | floor CPU µs/req | CPU µs/req |${head}`,
-    `| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |${servers ? ' ---: | ---: |' : ''}`,
+    `| scenario | bytes | floor req/s | req/s | ratio | ratio range | raw floor req/s | raw ratio | raw ratio range | p50 ms | p99 ms | floor p50 ms | floor CPU µs/req | raw floor CPU µs/req | CPU µs/req |${head}`,
+    `| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |${servers ? ' ---: | ---: |' : ''}`,
     ...t.table.map(
       (r) =>
-        `| ${r.scenario} | ${r.bytes} | ${fmt(r.floorRps)} | ${fmt(r.rps)} | ${fmt(r.ratio, 2)} | ${spread(r.ratios)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${fmt(r.floorP50, 2)} | ${fmt(r.floorCpuUs, 1)} | ${fmt(r.cpuUs, 1)} |` +
+        `| ${r.scenario} | ${r.bytes} | ${fmt(r.floorRps)} | ${fmt(r.rps)} | ${fmt(r.ratio, 2)} | ${spread(r.ratios)} | ${fmt(r.rawRps)} | ${fmt(r.rawRatio, 2)} | ${spread(r.rawRatios)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${fmt(r.floorP50, 2)} | ${fmt(r.floorCpuUs, 1)} | ${fmt(r.rawCpuUs, 1)} | ${fmt(r.cpuUs, 1)} |` +
         (servers ? ` ${fmt(r.postgresCpuUs, 1)} | ${fmt(r.redisCpuUs, 1)} |` : ''),
     ),
     '',

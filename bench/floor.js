@@ -5,19 +5,34 @@
 //   rate limit 3), to measure what they cost on their own;
 // - `plain`: plain HTTP (the cert and key are then ignored, pass `-`), as Tessera behind a
 //   TLS-terminating proxy (TRUST_PROXY) serves;
+// - `raw`: no framework at all, a bare `node:https` (or `node:http` with `plain`) server answering
+//   the same body with the headers a retrieve carries (CORS 2, rate limit 3, content type and
+//   length): the least a Node process can do per request, the second floor of `npm run bench`;
 // - `workers=N`: N worker processes (node:cluster) sharing the socket, handed connections
 //   round-robin by the primary, as `tessera serve --workers N` does; `floor ready <port>` is
 //   printed once all of them listen.
 import cluster from 'node:cluster'
 import { readFileSync } from 'node:fs'
+import http from 'node:http'
+import https from 'node:https'
 import Fastify from 'fastify'
 
 const [certFile, keyFile, port, ...flags] = process.argv.slice(2)
 const headers = flags.includes('headers')
 const plain = flags.includes('plain')
 const workers = Number(flags.find((f) => f.startsWith('workers='))?.slice('workers='.length) ?? 0)
+const raw = flags.includes('raw')
+const cors = {
+  'access-control-allow-origin': '*',
+  'access-control-expose-headers':
+    'Link, X-Rate-Limit-Interval, X-Rate-Limit-Limit, X-Rate-Limit-Reset, Retry-After',
+}
+/** The padded JSON body of `size` bytes: {"pad":"xxx…"} is 10 bytes of framing. */
+const padded = (size) => ({ pad: 'x'.repeat(Math.max(0, size - 10)) })
+const resetText = () => String(Math.floor(Date.now() / 60_000) * 60 + 60)
 
 if (workers > 0 && cluster.isPrimary) await supervise()
+else if (raw) await serveRaw()
 else await serve()
 
 /** The primary: forks the workers and reports the port once every one of them listens. */
@@ -52,18 +67,12 @@ async function serve() {
     plain ? {} : { https: { cert: readFileSync(certFile), key: readFileSync(keyFile) } },
   )
   const bodies = new Map()
-  const cors = {
-    'access-control-allow-origin': '*',
-    'access-control-expose-headers':
-      'Link, X-Rate-Limit-Interval, X-Rate-Limit-Limit, X-Rate-Limit-Reset, Retry-After',
-  }
 
   app.get('/floor/:size', async (request, reply) => {
     const size = Number(request.params.size)
     let body = bodies.get(size)
     if (body === undefined) {
-      // {"pad":"xxx…"} is 10 bytes of framing around the padding.
-      body = { pad: 'x'.repeat(Math.max(0, size - 10)) }
+      body = padded(size)
       bodies.set(size, body)
     }
     if (headers) {
@@ -71,7 +80,7 @@ async function serve() {
       reply.headers({
         'x-rate-limit-interval': '60',
         'x-rate-limit-limit': '1000000000',
-        'x-rate-limit-reset': String(Math.floor(Date.now() / 60_000) * 60 + 60),
+        'x-rate-limit-reset': resetText(),
       })
     }
     return body
@@ -81,4 +90,39 @@ async function serve() {
   if (cluster.isPrimary) process.once('SIGINT', () => app.close().then(() => process.exit(0)))
   await app.listen({ host: '127.0.0.1', port: Number(port) })
   if (cluster.isPrimary) process.stdout.write(`floor ready ${app.server.address().port}\n`)
+}
+
+/** The raw floor: node:https (or node:http) alone, headers written as one list. */
+async function serveRaw() {
+  const bodies = new Map()
+  const first = Object.entries(cors).flat()
+  const handler = (req, res) => {
+    const size = Number(req.url.slice('/floor/'.length))
+    let body = bodies.get(size)
+    if (body === undefined) {
+      body = JSON.stringify(padded(size))
+      bodies.set(size, body)
+    }
+    res.writeHead(200, [
+      ...first,
+      'x-rate-limit-interval',
+      '60',
+      'x-rate-limit-limit',
+      '1000000000',
+      'x-rate-limit-reset',
+      resetText(),
+      'content-type',
+      'application/json; charset=utf-8',
+      'content-length',
+      String(Buffer.byteLength(body)),
+    ])
+    res.end(body)
+  }
+  const server = plain
+    ? http.createServer(handler)
+    : https.createServer({ cert: readFileSync(certFile), key: readFileSync(keyFile) }, handler)
+  if (cluster.isPrimary) process.once('SIGINT', () => server.close(() => process.exit(0)))
+  server.listen(Number(port), '127.0.0.1', () => {
+    if (cluster.isPrimary) process.stdout.write(`floor ready ${server.address().port}\n`)
+  })
 }
