@@ -1,12 +1,12 @@
 // The floor: a bare Fastify HTTPS server with one route answering a JSON body of a requested
 // size. What the framework itself costs to answer a request; Tessera is measured against it.
 // Arguments: cert file, key file, port, then any of these flags:
-// - `headers`: also send the five headers the contract requires on every response (CORS 2,
-//   rate limit 3), to measure what they cost on their own;
+// - `headers`: also send the seven headers Tessera sends on every response (CORS 2, Mapbox's
+//   rate limit 3, the IETF RateLimit-Policy and RateLimit), to measure what they cost alone;
 // - `plain`: plain HTTP (the cert and key are then ignored, pass `-`), as Tessera behind a
 //   TLS-terminating proxy (TRUST_PROXY) serves;
 // - `raw`: no framework at all, a bare `node:https` (or `node:http` with `plain`) server answering
-//   the same body with the headers a retrieve carries (CORS 2, rate limit 3, content type and
+//   the same body with the headers a retrieve carries (CORS 2, rate limit 5, content type and
 //   length): the least a Node process can do per request, the second floor of `npm run bench`;
 // - `workers=N`: N worker processes (node:cluster) sharing the socket, handed connections
 //   round-robin by the primary, as `tessera serve --workers N` does; `floor ready <port>` is
@@ -25,8 +25,13 @@ const raw = flags.includes('raw')
 const cors = {
   'access-control-allow-origin': '*',
   'access-control-expose-headers':
-    'Link, X-Rate-Limit-Interval, X-Rate-Limit-Limit, X-Rate-Limit-Reset, Retry-After',
+    'Link, X-Rate-Limit-Interval, X-Rate-Limit-Limit, X-Rate-Limit-Reset, RateLimit-Policy, RateLimit, Retry-After',
 }
+const policy = '"requests";q=1000000000;w=60'
+let served = 0
+/** The IETF RateLimit of a request: what is left changes with each, as Tessera's does. */
+const remainingText = () =>
+  `"requests";r=${999_999_999 - (served++ % 1_000_000)};t=${60 - (Math.floor(Date.now() / 1000) % 60)}`
 /** The padded JSON body of `size` bytes: {"pad":"xxx…"} is 10 bytes of framing. */
 const padded = (size) => ({ pad: 'x'.repeat(Math.max(0, size - 10)) })
 const resetText = () => String(Math.floor(Date.now() / 60_000) * 60 + 60)
@@ -81,6 +86,8 @@ async function serve() {
         'x-rate-limit-interval': '60',
         'x-rate-limit-limit': '1000000000',
         'x-rate-limit-reset': resetText(),
+        'ratelimit-policy': policy,
+        ratelimit: remainingText(),
       })
     }
     return body
@@ -111,6 +118,10 @@ async function serveRaw() {
       '1000000000',
       'x-rate-limit-reset',
       resetText(),
+      'ratelimit-policy',
+      policy,
+      'ratelimit',
+      remainingText(),
       'content-type',
       'application/json; charset=utf-8',
       'content-length',

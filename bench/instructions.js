@@ -265,8 +265,20 @@ async function main() {
         scopes: ['styles:read'],
       })
     ).token
+    // A pk with 3 named limits of its own (never reached): 4 limits a retrieve, with `requests`.
+    const limited = (
+      await api(base, readFileSync(certFile), 'POST', `/tokens/v2/bench?access_token=${sk}`, {
+        scopes: ['styles:read'],
+        ratelimits: [
+          { name: 'burst', limit: 1_000_000_000, duration: 1000 },
+          { name: 'minute', limit: 1_000_000_000, duration: 60_000 },
+          { name: 'hour', limit: 1_000_000_000, duration: 3_600_000 },
+        ],
+      })
+    ).token
     plain.kill('SIGTERM')
     if (typeof tk !== 'string') throw new Error('could not create a temporary token')
+    if (typeof limited !== 'string') throw new Error('could not create a pk with limits')
 
     const ca = readFileSync(certFile)
     const service = { args: serverArgs, env, ready, origin: (m) => m[1], ca }
@@ -290,11 +302,16 @@ async function main() {
     const all = [
       { name: floorName, server: floor(), load: { route: '/floor/103' } },
       {
-        name: 'floor + the 5 headers the contract requires',
+        name: 'floor + the 7 headers Tessera sends',
         server: floor(['headers']),
         load: { route: '/floor/103' },
       },
       { name: 'retrieve pk', server: service, load: { route: `/tokens/v2?access_token=${pk}` } },
+      {
+        name: 'retrieve pk, 3 named limits',
+        server: service,
+        load: { route: `/tokens/v2?access_token=${limited}` },
+      },
       {
         name: 'retrieve malformed',
         server: service,

@@ -1,9 +1,9 @@
-import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs'
 import { type Logger, pino } from 'pino'
 import { AccountDirectory } from './accounts/directory.js'
 import { AccountService } from './accounts/service.js'
 import { AdminKeys } from './admin/keys.js'
 import { AuditLog } from './audit/log.js'
+import { prepareDataDir } from './config/data-dir.js'
 import { type Config, ConfigError, systemReason } from './config.js'
 import { auditRepo } from './db/audit.js'
 import { postgresChanges, sqliteChanges } from './db/changes.js'
@@ -23,9 +23,9 @@ import { MemberService } from './people/members.js'
 import { PasskeyService } from './people/passkeys.js'
 import { SessionService } from './people/sessions.js'
 import { type IpcChannel, PrimaryAttempts } from './ratelimit/attempts.js'
-import { WorkerRateLimiter } from './ratelimit/cluster.js'
-import { MemoryRateLimiter, type RateLimiter } from './ratelimit/limiter.js'
-import { RedisRateLimiter } from './ratelimit/redis.js'
+import { limiterOf } from './ratelimit/choose.js'
+import type { RateLimiter } from './ratelimit/limiter.js'
+import { requestsLimit } from './ratelimit/named.js'
 import { ScopeCatalog } from './scopes/catalog.js'
 import { isoTime } from './time.js'
 import { TokenCache } from './tokens/cache.js'
@@ -35,6 +35,8 @@ import { TokenService } from './tokens/service.js'
 import { CreditService } from './usage/credits.js'
 import type { Meter } from './usage/meter.js'
 import { meterOf } from './usage/writes.js'
+import { Checkpoint } from './verification/checkpoint.js'
+import { LimitBook } from './verification/limits.js'
 import { WebhookDispatcher } from './webhooks/dispatcher.js'
 
 /** Every dependency, built once from config. Tests pass overrides instead of patching globals. */
@@ -69,6 +71,8 @@ export interface AppContext {
   /** Leaked tokens reported by GitHub, an operator's scanners or anyone: revoked or flagged. */
   leaks: LeakService
   rateLimiter: RateLimiter
+  /** Where a verification is decided: limits, counting, credits (src/verification). */
+  checkpoint: Checkpoint
   /** Operator keys of the admin API: ADMIN_KEYS, or the hashed key file in DATA_DIR. */
   adminKeys: AdminKeys
   /** Reading the audit log (events are written by the services). */
@@ -108,17 +112,6 @@ export interface Overrides {
   worker?: number
   /** A worker's IPC channel to its primary: rate limits, usage counts, sign-in attempts. */
   primary?: IpcChannel
-}
-
-/** DATA_DIR exists (made 0700) and can be written, or start-up stops saying so in one line. */
-function prepareDataDir(dir: string) {
-  try {
-    if (existsSync(dir) && !statSync(dir).isDirectory()) throw new Error('not a directory')
-    mkdirSync(dir, { recursive: true, mode: 0o700 })
-    accessSync(dir, constants.R_OK | constants.W_OK | constants.X_OK)
-  } catch (err) {
-    throw new ConfigError(`DATA_DIR cannot be used: ${dir}: ${systemReason(err)}`)
-  }
 }
 
 /** The key file of DATA_DIR; a file that cannot be read or parsed stops start-up in one line. */
@@ -178,16 +171,13 @@ function buildServices(
   const { keyring, catalog } = started
   const { cache, directory, changes } = followed
   const { now, primary } = overrides
-  const limit = config.rateLimitPerMinute
-  const rateLimiter = config.redis
-    ? new RedisRateLimiter(config.redis.url, config.redis.keyPrefix, limit, log)
-    : primary
-      ? new WorkerRateLimiter(primary, limit, log)
-      : new MemoryRateLimiter(limit)
+  const rateLimiter = limiterOf(config, log, primary)
+  const book = new LimitBook(catalog, requestsLimit(config.rateLimitPerMinute))
   const metrics = new Metrics({
     cache,
     changeDelays: followed.delays,
     rateLimiter,
+    limitVerdicts: book.byName,
     feedLive: followed.feedLive,
     ready: opened.ready,
     processMetrics: config.metrics !== undefined,
@@ -219,6 +209,7 @@ function buildServices(
     passkeys: new PasskeyService(db, tokens.now),
     leaks: new LeakService(db, tokens, accounts, config.leaks.policy, started.leakKeys),
     rateLimiter,
+    checkpoint: new Checkpoint({ limiter: rateLimiter, usage, book, now: tokens.now }),
     primaryAttempts: primary && new PrimaryAttempts(primary),
     audit: new AuditLog((filter) => auditRepo.list(db, filter)),
     metrics,

@@ -44,6 +44,9 @@ export const auditActions = [
   'token.retiring',
   'token.idle',
   'token_policy.changed',
+  'ratelimits.changed',
+  'ratelimit_override.set',
+  'ratelimit_override.deleted',
   'account.created',
   'account.changed',
   'account.disabled',
@@ -87,6 +90,8 @@ export interface AuditTarget {
     | 'member'
     | 'invitation'
     | 'portal_link'
+    /** A limit of the namespace API: `<namespace>/<identifier>` (ratelimit_override.*). */
+    | 'ratelimit'
   id?: string
 }
 

@@ -126,7 +126,7 @@ class Primary {
     const slot = this.slots.get(index)
     if (slot?.worker === worker) slot.heardAt = Date.now()
     if (isLeaseRequest(message)) {
-      tell(worker, { tessera: 'lease', id: message.id, grant: this.ledger.answer(message) })
+      tell(worker, { tessera: 'lease', id: message.id, ...this.ledger.answer(message) })
       return
     }
     if (isAttemptRequest(message)) {

@@ -1,13 +1,20 @@
 import type { Generated } from 'kysely'
 
+export type { RatelimitOverridesTable } from './schema-limits.js'
 export type {
   CreditLeasesTable,
   CreditsTable,
   UsageReportsTable,
   UsageTable,
 } from './schema-usage.js'
+export type {
+  WebhookAttemptsTable,
+  WebhookDeliveriesTable,
+  WebhookEndpointsTable,
+} from './schema-webhooks.js'
 
 import type { TokenLastUsedTable, TokenWarningsTable } from './schema-hygiene.js'
+import type { RatelimitOverridesTable } from './schema-limits.js'
 import type {
   CreditLeasesTable,
   CreditsTable,
@@ -15,6 +22,11 @@ import type {
   UsageReportsTable,
   UsageTable,
 } from './schema-usage.js'
+import type {
+  WebhookAttemptsTable,
+  WebhookDeliveriesTable,
+  WebhookEndpointsTable,
+} from './schema-webhooks.js'
 
 /** Row types. Lists are JSON text and booleans 0/1 integers, the same on SQLite and PostgreSQL. */
 export interface AccountsTable {
@@ -26,6 +38,8 @@ export interface AccountsTable {
   disabled: number
   /** The owner's token policy as JSON (token-policy.ts); null: none (migration 0014). */
   token_policy: Generated<string | null>
+  /** The account's own named rate limits as JSON (ratelimit/named.ts); null: none (0018). */
+  ratelimits: Generated<string | null>
 }
 
 export interface TokensTable {
@@ -169,51 +183,6 @@ export interface EventOutboxTable {
   body: string
 }
 
-export interface WebhookEndpointsTable {
-  id: string
-  url: string
-  /** The HMAC key of the signatures (`whsec_...`): shown through the admin API, never logged. */
-  secret: string
-  /** JSON array of actions; empty: every action. */
-  events: string
-  created: string
-  /** The last outbox seq handled: delivered, finally failed, or not matching the filter. */
-  last_seq: number | string
-  /** `healthy`, or `failing` while the attempts at its next event fail. */
-  state: string
-  /** Epoch ms of the next retry of the event at the head; nobody claims the endpoint before. */
-  retry_at: number | string
-  /** The dispatcher delivering to it, and until when (epoch ms). */
-  lease_owner: string | null
-  lease_until: number | string
-}
-
-export interface WebhookDeliveriesTable {
-  id: Generated<number | string>
-  endpoint_id: string
-  event_id: string
-  /** The outbox seq; null for a ping. */
-  seq: number | string | null
-  action: string
-  /** `pending`, `delivered` or `failed`. */
-  state: string
-  /** The first attempt. */
-  created: string
-  updated: string
-  attempts: number
-  next_attempt: string | null
-}
-
-export interface WebhookAttemptsTable {
-  delivery_id: number | string
-  n: number
-  at: string
-  /** The HTTP status; null when there was no answer. */
-  status: number | null
-  error: string | null
-  duration_ms: number
-}
-
 export interface FactorsTable {
   id: string
   login: string
@@ -269,6 +238,7 @@ export interface Database {
   accounts: AccountsTable
   tokens: TokensTable
   gone_tokens: GoneTokensTable
+  ratelimit_overrides: RatelimitOverridesTable
   people: PeopleTable
   memberships: MembershipsTable
   invitations: InvitationsTable

@@ -1,4 +1,5 @@
 import { jsonString } from '../json.js'
+import type { NamedLimit } from '../ratelimit/named.js'
 import { isoTime } from '../time.js'
 
 /** A stored permanent token (pk or sk); its string is derived, never stored. */
@@ -14,6 +15,8 @@ export interface TokenRecord {
   allowedIps?: string[] | null
   /** Tessera: its end of life, epoch ms (TokenExpired from then on); absent or null: none. */
   expiresAt?: number | null
+  /** Tessera: its own named rate limits (docs/ratelimits.md); absent or null: none. */
+  ratelimits?: NamedLimit[] | null
   scopeless: boolean
   keyId: string
   created: string
@@ -41,6 +44,8 @@ export interface TokenView {
   allowedIps?: string[]
   /** Tessera: its end of life, ISO 8601; absent when it has none. */
   expiresAt?: string
+  /** Tessera: its own named rate limits; absent when it has none. */
+  ratelimits?: NamedLimit[]
   token?: string
 }
 
@@ -59,6 +64,7 @@ export function tokenView(record: TokenRecord): TokenView {
   if (record.allowedUrls !== null) view.allowedUrls = record.allowedUrls
   if (record.allowedIps != null) view.allowedIps = record.allowedIps
   if (record.expiresAt != null) view.expiresAt = isoTime(record.expiresAt)
+  if (record.ratelimits != null) view.ratelimits = record.ratelimits
   return view
 }
 
@@ -72,6 +78,7 @@ export function tokenDocument(r: TokenRecord): string {
   if (r.allowedUrls !== null) text += `,"allowedUrls":${jsonArray(r.allowedUrls)}`
   if (r.allowedIps != null) text += `,"allowedIps":${jsonArray(r.allowedIps)}`
   if (r.expiresAt != null) text += `,"expiresAt":${jsonString(isoTime(r.expiresAt))}`
+  if (r.ratelimits != null) text += `,"ratelimits":${JSON.stringify(r.ratelimits)}`
   return `${text}}`
 }
 

@@ -16,6 +16,8 @@ export interface MetricSources {
   /** From a token change's write to this process dropping it from its cache (SQLite). */
   changeDelays?: Buckets
   rateLimiter: RateLimiter
+  /** Rate-limit verdicts by limit name (the checkpoint's LimitBook.byName). */
+  limitVerdicts: ReadonlyMap<string, { allowed: number; limited: number }>
   feedLive(): boolean
   ready(): boolean
   /** Node's process metrics as well (they start timers and observers: only with a listener). */
@@ -106,8 +108,6 @@ export class Metrics {
     TokenRevoked: { pk: 0, sk: 0, tk: 0 },
   }
   private malformed = 0
-  /** Rate-limit verdicts: within the limit, or past it (refused with 429, or already a 401). */
-  readonly rateLimit = { allowed: 0, limited: 0 }
   /** By where they were seen: a request answered 503, a usage flush that failed. */
   readonly databaseErrors = { request: 0, usage: 0 }
   /** Usage counts dropped unwritten (the database unreachable for too long). */
@@ -150,7 +150,7 @@ export class Metrics {
     )
   }
 
-  private registerTokens({ cache }: MetricSources) {
+  private registerTokens({ cache, limitVerdicts }: MetricSources) {
     const { counter, gauge } = readers(this.registry)
     counter(
       'tessera_validations_total',
@@ -168,10 +168,17 @@ export class Metrics {
       [{ result: 'miss' }, cache.misses],
     ])
     gauge('tessera_token_cache_entries', 'Token records in the cache', () => cache.size)
-    counter('tessera_rate_limit_decisions_total', 'Rate-limit verdicts', ['decision'], () => [
-      [{ decision: 'allowed' }, this.rateLimit.allowed],
-      [{ decision: 'limited' }, this.rateLimit.limited],
-    ])
+    // By limit name, not by key: operators name a bounded set (past 100 names, `other`).
+    counter(
+      'tessera_rate_limit_decisions_total',
+      'Rate-limit verdicts by limit name',
+      ['name', 'decision'],
+      () =>
+        [...limitVerdicts].flatMap(([name, counts]) => [
+          [{ name, decision: 'allowed' }, counts.allowed],
+          [{ name, decision: 'limited' }, counts.limited],
+        ]) as [Record<string, string>, number][],
+    )
   }
 
   private registerDatabase(sources: MetricSources) {

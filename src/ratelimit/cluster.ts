@@ -1,6 +1,7 @@
 import type { Logger } from 'pino'
 import { type IpcChannel, IpcRequests } from './ipc.js'
 import {
+  type Grant,
   grantOf,
   type LeaseCounter,
   LeasingRateLimiter,
@@ -24,6 +25,8 @@ export interface LeaseReply {
   tessera: 'lease'
   id: number
   grant: number
+  /** The window's count after the grant. */
+  used: number
 }
 
 const isLease = (m: unknown): m is Record<string, unknown> =>
@@ -40,7 +43,12 @@ export function isLeaseRequest(m: unknown): m is LeaseRequest {
 }
 
 function isLeaseReply(m: unknown): m is LeaseReply {
-  return isLease(m) && typeof m.id === 'number' && typeof m.grant === 'number'
+  return (
+    isLease(m) &&
+    typeof m.id === 'number' &&
+    typeof m.grant === 'number' &&
+    typeof m.used === 'number'
+  )
 }
 
 /**
@@ -48,7 +56,7 @@ function isLeaseReply(m: unknown): m is LeaseReply {
  * instances: a request is answered in one synchronous step, so the primary's event loop makes
  * it as atomic as the Lua script. The primary wires it to each worker:
  * `worker.on('message', (m) => isLeaseRequest(m) && worker.send({ tessera: 'lease', id: m.id,
- * grant: ledger.answer(m) }))`.
+ * ...ledger.answer(m) }))`.
  */
 export class LeaseLedger {
   private readonly counts = new Map<string, { used: number; expires: number }>()
@@ -56,19 +64,19 @@ export class LeaseLedger {
 
   constructor(private readonly clock: () => number = Date.now) {}
 
-  /** Applies `grantOf` to the key's count and returns the grant. */
-  answer(req: LeaseRequest): number {
+  /** Applies `grantOf` to the key's count; returns the grant and the count after it. */
+  answer(req: LeaseRequest): Grant {
     const now = this.clock()
     this.sweep(now)
     const entry = this.counts.get(req.key)
     const live = entry !== undefined && entry.expires > now ? entry : undefined
     const used = live?.used ?? 0
     const grant = grantOf(used, req.limit, req.demand, req.want, leaseReserve, leaseShare)
-    if (grant <= 0) return 0
+    if (grant <= 0) return { grant: 0, used }
     // Like SET EX then INCRBY: the expiry is set by the window's first grant and kept after.
     if (live === undefined) this.counts.set(req.key, { used: grant, expires: now + req.ttl * 1000 })
     else live.used += grant
-    return grant
+    return { grant, used: used + grant }
   }
 
   /** What has been granted for `key` (window included) and not expired. */
@@ -107,7 +115,7 @@ class ChannelLeaseCounter implements LeaseCounter {
   async take(key: string, ttl: number, limit: number, demand: number, want: number) {
     const reply = await this.requests.ask('lease', { key, ttl, limit, demand, want })
     if (!isLeaseReply(reply)) throw new Error('the primary answered a lease without a grant')
-    return reply.grant
+    return { grant: reply.grant, used: reply.used }
   }
 
   close() {
@@ -122,9 +130,9 @@ class ChannelLeaseCounter implements LeaseCounter {
  * the primary answers.
  */
 export class WorkerRateLimiter extends LeasingRateLimiter {
-  constructor(channel: LeaseChannel, limit: number, log: Logger, intervalS = 60) {
+  constructor(channel: LeaseChannel, log: Logger) {
     const counter = new ChannelLeaseCounter(new IpcRequests(channel))
-    super(counter, limit, log, { keyPrefix: '', peer: 'the primary', each: 'worker' }, intervalS)
+    super(counter, log, { keyPrefix: '', peer: 'the primary', each: 'worker' })
     counter.requests.answered = () => this.regained()
   }
 }

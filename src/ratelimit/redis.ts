@@ -6,22 +6,23 @@ export { leaseMax, leaseReserve, leaseShare } from './leases.js'
 
 /**
  * One round trip, atomic: grants up to `demand` requests of what the window has left, plus a
- * lease of at most `want` more, sized from what is left above the reserve. Returns the grant.
+ * lease of at most `want` more, sized from what is left above the reserve. Returns the grant and
+ * the count after it.
  * The arithmetic is `grantOf` (src/ratelimit/leases.ts): the two must stay alike.
  * KEYS[1] the window's count; ARGV: ttl, limit, demand, want, reserve, share.
  */
 const leaseScript = `
 local used = tonumber(redis.call('GET', KEYS[1]) or '0')
 local left = tonumber(ARGV[2]) - used
-if left <= 0 then return 0 end
+if left <= 0 then return {0, used} end
 local grant = math.min(tonumber(ARGV[3]), left)
 local extra = math.floor((left - grant - tonumber(ARGV[5])) / tonumber(ARGV[6]))
 if extra > tonumber(ARGV[4]) then extra = tonumber(ARGV[4]) end
 if extra > 0 then grant = grant + extra end
-if grant <= 0 then return 0 end
+if grant <= 0 then return {0, used} end
 if used == 0 then redis.call('SET', KEYS[1], grant, 'EX', ARGV[1])
 else redis.call('INCRBY', KEYS[1], grant) end
-return grant`
+return {grant, used + grant}`
 
 type Counting = Redis & {
   tesseraLease(
@@ -32,7 +33,7 @@ type Counting = Redis & {
     want: number,
     reserve: number,
     share: number,
-  ): Promise<number>
+  ): Promise<[number, number]>
 }
 
 /** The window's counts in Redis, each key expiring by itself shortly after its window. */
@@ -56,8 +57,17 @@ class RedisLeaseCounter implements LeaseCounter {
     return this.redis.status === 'ready'
   }
 
-  take(key: string, ttlS: number, limit: number, demand: number, want: number) {
-    return this.redis.tesseraLease(key, ttlS, limit, demand, want, leaseReserve, leaseShare)
+  async take(key: string, ttlS: number, limit: number, demand: number, want: number) {
+    const [grant, used] = await this.redis.tesseraLease(
+      key,
+      ttlS,
+      limit,
+      demand,
+      want,
+      leaseReserve,
+      leaseShare,
+    )
+    return { grant, used }
   }
 
   async close() {
@@ -71,9 +81,9 @@ class RedisLeaseCounter implements LeaseCounter {
  * in process, and shares again as soon as Redis is ready once more.
  */
 export class RedisRateLimiter extends LeasingRateLimiter {
-  constructor(url: string, keyPrefix: string, limit: number, log: Logger, intervalS = 60) {
+  constructor(url: string, keyPrefix: string, log: Logger) {
     const counter = new RedisLeaseCounter(url)
-    super(counter, limit, log, { keyPrefix, peer: 'Redis', each: 'instance' }, intervalS)
+    super(counter, log, { keyPrefix, peer: 'Redis', each: 'instance' })
     counter.redis.on('error', (err) => {
       this.errors++
       this.lost(err)

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { parse as parseYaml } from 'yaml'
 import { ConfigError, systemReason } from '../config.js'
+import { type NamedLimit, readNamedLimits } from '../ratelimit/named.js'
 import { readTokenPolicy, type TokenPolicy } from '../token-policy.js'
 
 export interface Scope {
@@ -13,6 +14,7 @@ interface Grant {
   scopes: string[]
   credits?: PlanCredits
   policy?: TokenPolicy
+  ratelimits?: NamedLimit[]
 }
 
 const noPolicy: TokenPolicy = Object.freeze({})
@@ -89,6 +91,8 @@ export class ScopeCatalog {
   planCredits = (plan: string) => this.plans.get(plan)?.credits
   /** The plan's token policy (`plans.<name>.policy`); an empty one if it sets none. */
   planPolicy = (plan: string): TokenPolicy => this.plans.get(plan)?.policy ?? noPolicy
+  /** The plan's named rate limits (`plans.<name>.ratelimits`); none when it sets none. */
+  planLimits = (plan: string): readonly NamedLimit[] => this.plans.get(plan)?.ratelimits ?? noLimits
   /** The plans whose policy has `idleDays`: their accounts are swept for idle tokens. */
   plansWithIdle = (): string[] =>
     [...this.plans].filter(([, g]) => g.policy?.idleDays !== undefined).map(([name]) => name)
@@ -127,14 +131,25 @@ export class ScopeCatalog {
       }
       const credits = what === 'plans' ? planCredits(grant.credits, name, bad) : undefined
       const policy = what === 'plans' ? planPolicy(grant.policy, name, bad) : undefined
+      const ratelimits = what === 'plans' ? planLimits(grant.ratelimits, name, bad) : undefined
       out.set(name, {
         scopes: scopes as string[],
         ...(credits === undefined ? {} : { credits }),
         ...(policy === undefined ? {} : { policy }),
+        ...(ratelimits === undefined ? {} : { ratelimits }),
       })
     }
     return out
   }
+}
+
+const noLimits: readonly NamedLimit[] = Object.freeze([])
+
+function planLimits(value: unknown, plan: string, bad: (why: string) => Error) {
+  if (value === undefined) return undefined
+  const limits = readNamedLimits(value, `plans.${plan}.ratelimits`)
+  if (typeof limits === 'string') throw bad(limits)
+  return limits
 }
 
 const maxCredits = Number.MAX_SAFE_INTEGER

@@ -1,3 +1,4 @@
+import type { NamedLimit } from '../ratelimit/named.js'
 import type { Usage } from './codec.js'
 
 /** The validated token a request is made with: who it acts for and what it may do. */
@@ -16,6 +17,8 @@ export interface Principal {
   retiresAt?: number
   /** A token restricted to IP ranges: whether a client address is in them. */
   allowedIps?: (ip: string) => boolean
+  /** pk/sk: the token's own named rate limits, on top of its account's (docs/ratelimits.md). */
+  limits?: readonly NamedLimit[]
   /** The account's rate-limit key (`user:<username>`), built once per principal. */
   rateKey?: string
   /** The usage meter's key of (account, token id), built once per principal (usage/meter). */

@@ -25,7 +25,7 @@ export type Validation =
       /** Not made in the account that has its name now (if any): counted against nobody. */
       unowned?: true
     }
-  | { code: 'TokenValid'; parsed: ParsedToken; principal: Principal }
+  | { code: 'TokenValid'; parsed: ParsedToken; principal: Principal; account: AccountRecord }
 
 type Temporary = Extract<ParsedToken, { usage: 'tk' }>
 
@@ -208,7 +208,7 @@ export class TokenValidator {
       }
       this.principals.set(parsed, principal)
     }
-    return { code: 'TokenValid', parsed, principal }
+    return { code: 'TokenValid', parsed, principal, account }
   }
 
   /** A validly signed pk/sk: valid while its record exists, for that user and usage. */
@@ -246,7 +246,7 @@ export class TokenValidator {
     if (record.expiresAt != null && record.expiresAt <= this.now()) {
       return { code: 'TokenExpired', parsed }
     }
-    return { code: 'TokenValid', parsed, principal: this.principalOf(record) }
+    return { code: 'TokenValid', parsed, principal: this.principalOf(record), account }
   }
 
   /** The second an account was created; parsed once per record (Date.parse costs ~350 ns). */
@@ -272,6 +272,7 @@ export class TokenValidator {
         meterKey: `${username} ${id}`,
       }
       if (allowedIps != null) principal.allowedIps = ipMatcher(allowedIps)
+      if (record.ratelimits != null) principal.limits = record.ratelimits
       // A temporary token it makes ends no later than it does (expiresAfterAuthorizer): its end
       // of life, or, rolled, the end of its grace (a tk is never looked up, so nothing else
       // would end one made in the grace).

@@ -72,7 +72,9 @@ describe('the metrics listener', () => {
     expect(delta('tessera_http_request_duration_seconds_count', retrieve)).toBe(4)
     expect(delta('tessera_validations_total', { code: 'TokenValid', usage: 'pk' })).toBe(3)
     expect(delta('tessera_validations_total', { code: 'TokenMalformed', usage: 'none' })).toBe(1)
-    expect(delta('tessera_rate_limit_decisions_total', { decision: 'allowed' })).toBe(4)
+    expect(
+      delta('tessera_rate_limit_decisions_total', { name: 'requests', decision: 'allowed' }),
+    ).toBe(4)
   })
 
   it('includes the default process metrics', async () => {

@@ -58,7 +58,7 @@ describe('the fast path of retrieve', () => {
         .map(([labels, n]) => `${labels.method} ${labels.status} ${n}`)
         .sort()
     await vi.waitFor(() => expect(counts()).toEqual(['GET 200 4', 'GET 429 2']))
-    expect(s.h.ctx.metrics.rateLimit).toMatchObject({ allowed: 4, limited: 2 })
+    expect(s.h.ctx.checkpoint.book.byName.get('requests')).toEqual({ allowed: 4, limited: 2 })
   })
 
   it('logs the same two lines as Fastify, with its own request id and the token redacted', async () => {

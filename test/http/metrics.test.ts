@@ -86,7 +86,8 @@ describe('/metrics', () => {
     expect(lookups('miss')).toBe(1 + 1 + 1 + 1) // alice's pk and sk, the deleted one, bob's pk
     expect(lookups('hit')).toBe(2 + 2 + 10)
 
-    const verdicts = (decision: string) => delta('tessera_rate_limit_decisions_total', { decision })
+    const verdicts = (decision: string) =>
+      delta('tessera_rate_limit_decisions_total', { name: 'requests', decision })
     expect(verdicts('allowed')).toBe(3 + 2 + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 10 + 1)
     expect(verdicts('limited')).toBe(1)
 
@@ -199,7 +200,10 @@ describe('with Redis unreachable', () => {
     expect(after.value('tessera_redis_errors_total')).toBeGreaterThanOrEqual(1)
     expect(after.value('tessera_redis_errors_total')).toBeLessThanOrEqual(limiter.errors)
     expect(
-      moved(before, after)('tessera_rate_limit_decisions_total', { decision: 'allowed' }),
+      moved(before, after)('tessera_rate_limit_decisions_total', {
+        name: 'requests',
+        decision: 'allowed',
+      }),
     ).toBe(1)
   })
 })

@@ -60,7 +60,7 @@ describe('CORS', () => {
     const res = await call(h.app, 'GET', '/tokens/v2', 'x')
     expect(res.headers['access-control-allow-origin']).toBe('*')
     expect(res.headers['access-control-expose-headers']).toBe(
-      'Link, X-Rate-Limit-Interval, X-Rate-Limit-Limit, X-Rate-Limit-Reset, Retry-After',
+      'Link, X-Rate-Limit-Interval, X-Rate-Limit-Limit, X-Rate-Limit-Reset, RateLimit-Policy, RateLimit, Retry-After',
     )
   })
 

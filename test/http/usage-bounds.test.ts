@@ -2,8 +2,7 @@ import { pino } from 'pino'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { cliActor } from '../../src/audit/events.js'
 import { WorkersUsage } from '../../src/cluster/usage.js'
-import type { Valid } from '../../src/http/ahead/admission.js'
-import { meteredLimit } from '../../src/http/guard.js'
+import type { Valid } from '../../src/verification/checkpoint.js'
 import { isUsageHandover } from '../../src/usage/handover.js'
 import { Meter } from '../../src/usage/meter.js'
 import { outcomeIndex as o } from '../../src/usage/outcomes.js'
@@ -260,13 +259,14 @@ describe('usage flushes', () => {
     h = await harness({ RATE_LIMIT_PER_MINUTE: '1' })
     const sk = await h.token('alice', all)
     const valid = (await h.ctx.tokens.validate(sk.token)) as Valid
-    const sink = { headers: () => {}, header: () => {} }
-    expect(meteredLimit(h.ctx, sink, valid)).toBe(undefined)
-    expect(() => meteredLimit(h.ctx, sink, valid)).toThrow('Too Many Requests')
+    const first = h.ctx.checkpoint.admit(valid)
+    expect(first instanceof Promise).toBe(false)
+    expect(first).toMatchObject({ allowed: true, result: { remaining: 0 } })
+    expect(h.ctx.checkpoint.admit(valid)).toMatchObject({ allowed: false })
     h.clock.now = T0 + minute
     await h.ctx.usage.flush()
     expect(await usageRows(h.ctx.db, 'usage_minutes')).toEqual({
-      [`alice/${sk.id} 2026-11-22T12:00`]: { rate_limited: 1 },
+      [`alice/${sk.id} 2026-11-22T12:00`]: { valid: 1, rate_limited: 1 },
     })
   })
 })

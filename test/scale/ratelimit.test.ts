@@ -10,12 +10,21 @@ import { tcpProxy } from './tcp-proxy.js'
 const fleet = fleetEnv()
 const log = pino({ level: 'silent' })
 const limiters: RedisRateLimiter[] = []
-const limiter = (limit = 5) => {
-  const l = new RedisRateLimiter(fleet.redisUrl, fleet.prefix, limit, log)
+/** A Redis limiter whose hits all apply one limit per minute, as the checkpoint gives it. */
+function withLimit(l: RedisRateLimiter, limit: number) {
   limiters.push(l)
-  return l
+  const rule = { limit, duration: 60_000 }
+  return Object.assign(l, {
+    hit: (key: string, nowMs: number) => RedisRateLimiter.prototype.hit.call(l, key, nowMs, rule),
+  })
 }
-const ready = async (l: RedisRateLimiter) => {
+const limiter = (limit = 5) =>
+  withLimit(new RedisRateLimiter(fleet.redisUrl, fleet.prefix, log), limit)
+/** The count's key in Redis of `key` in the minute of `now`. */
+const minuteKey = (key: string, now: number) =>
+  `${fleet.prefix}rl:60000:${windowOf(now, 60_000)}:${key}`
+type Limited = ReturnType<typeof limiter>
+const ready = async (l: Limited) => {
   for (let i = 0; i < 100 && l.hit('warm-up', Date.now()) instanceof Promise === false; i++) {
     await new Promise((r) => setTimeout(r, 20))
   }
@@ -37,12 +46,10 @@ describe('Redis rate limiting', () => {
 
   it('counts two instances hitting at once as one', async () => {
     const [a, b] = [limiter(), limiter()]
-    await Promise.all([ready(a as RedisRateLimiter), ready(b as RedisRateLimiter)])
+    await Promise.all([ready(a), ready(b)])
     const now = Date.now()
     const results = await Promise.all(
-      Array.from({ length: 8 }, (_, i) =>
-        ((i % 2 ? a : b) as RedisRateLimiter).hit('account-b', now),
-      ),
+      Array.from({ length: 8 }, (_, i) => (i % 2 ? a : b).hit('account-b', now)),
     )
     expect(results.filter((r) => r.allowed)).toHaveLength(5)
   })
@@ -64,7 +71,7 @@ describe('Redis rate limiting', () => {
     // The refill is half the rate seen in the bucket (25 requests): 13 more.
     expect(l.unspent('busy')).toBe(18)
     const redis = new Redis(fleet.redisUrl)
-    const counted = await redis.get(`${fleet.prefix}rl:${windowOf(now, 60)}:busy`)
+    const counted = await redis.get(minuteKey('busy', now))
     redis.disconnect()
     expect(Number(counted)).toBe(25 + 18) // what passed and what this instance holds
   })
@@ -111,11 +118,11 @@ describe('Redis rate limiting', () => {
             const instances = Array.from({ length: count }, () => limiter(limit))
             await Promise.all(instances.map(ready))
             const now = Date.now()
-            const redisKey = `${fleet.prefix}rl:${windowOf(now, 60)}:${key}`
+            const redisKey = minuteKey(key, now)
             let passed = 0
             try {
               for (const step of steps) {
-                const l = instances[step.instance % count] as RedisRateLimiter
+                const l = instances[step.instance % count] as Limited
                 const before = passed
                 const results = await Promise.all(
                   Array.from({ length: step.requests }, () => l.hit(key, now)),
@@ -163,15 +170,16 @@ describe('Redis rate limiting', () => {
 
   it('with Redis cut mid-window, counts in process; when it returns, spends its lease and shares again', async () => {
     const proxy = await tcpProxy(Number(new URL(fleet.redisUrl).port || 6379))
-    const l = new RedisRateLimiter(`redis://127.0.0.1:${proxy.port}`, fleet.prefix, 1000, log)
-    limiters.push(l)
+    const l = withLimit(
+      new RedisRateLimiter(`redis://127.0.0.1:${proxy.port}`, fleet.prefix, log),
+      1000,
+    )
     const redis = new Redis(fleet.redisUrl)
     try {
       await ready(l)
       const now = Date.now()
       const key = 'cut-mid-window'
-      const counted = async () =>
-        Number(await redis.get(`${fleet.prefix}rl:${windowOf(now, 60)}:${key}`))
+      const counted = async () => Number(await redis.get(minuteKey(key, now)))
       await Promise.all(Array.from({ length: 20 }, () => l.hit(key, now)))
       expect(l.unspent(key)).toBe(10)
       expect(await counted()).toBe(30)
@@ -189,7 +197,11 @@ describe('Redis rate limiting', () => {
       expect(l.shared).toBe(true)
       // Back: the lease Redis granted in this window is spent first, without a round trip.
       const back = l.hit(key, now)
-      expect(back).toEqual({ allowed: true, limit: 1000, reset: (windowOf(now, 60) + 1) * 60 })
+      expect(back).toMatchObject({
+        allowed: true,
+        limit: 1000,
+        reset: (windowOf(now, 60_000) + 1) * 60_000,
+      })
       expect(l.unspent(key)).toBe(9)
       await l.idle()
       expect(await counted()).toBe(30 + (l.unspent(key) - 9))

@@ -48,12 +48,15 @@ function channelPair() {
 /** The primary's side, as src/cluster/primary.ts wires it to each worker. */
 function serve(ledger: LeaseLedger, primary: FakeChannel) {
   primary.on('message', (m) => {
-    if (isLeaseRequest(m)) primary.send({ tessera: 'lease', id: m.id, grant: ledger.answer(m) })
+    if (isLeaseRequest(m)) primary.send({ tessera: 'lease', id: m.id, ...ledger.answer(m) })
   })
 }
 
 const now = 1_700_000_010_000
-const windowKey = (key: string) => `rl:${windowOf(now, 60)}:${key}`
+const minute = { limit: 0, duration: 60_000 }
+const windowKey = (key: string) => `rl:60000:${windowOf(now, 60_000)}:${key}`
+/** The window's end, epoch ms. */
+const reset = (windowOf(now, 60_000) + 1) * 60_000
 const lines: string[] = []
 const log = pino({ level: 'warn' }, { write: (l: string) => lines.push(JSON.parse(l).msg) })
 const limiters: WorkerRateLimiter[] = []
@@ -62,8 +65,14 @@ const limiters: WorkerRateLimiter[] = []
 function worker(ledger: LeaseLedger | undefined, limit: number) {
   const { worker, primary } = channelPair()
   if (ledger) serve(ledger, primary)
-  const l = new WorkerRateLimiter(worker, limit, log)
-  limiters.push(l)
+  const limiter = new WorkerRateLimiter(worker, log)
+  limiters.push(limiter)
+  const rule = { ...minute, limit }
+  // The rule of the test's limit on each hit, as the checkpoint gives it.
+  const l = Object.assign(limiter, {
+    hit: (key: string, nowMs: number) =>
+      WorkerRateLimiter.prototype.hit.call(limiter, key, nowMs, rule),
+  })
   return { l, channel: worker, primary }
 }
 
@@ -106,32 +115,34 @@ describe('the lease ledger (the primary)', () => {
 
   it('counts each key on its own and never grants more than the limit', () => {
     const ledger = new LeaseLedger(() => 0)
-    expect([3, 3, 1].map((demand) => ledger.answer(request('a', 5, demand)))).toEqual([3, 2, 0])
-    expect(ledger.answer(request('b', 1000, 20, 10))).toBe(30)
-    expect(ledger.answer(request('b', 1000, 0, 13))).toBe(13)
+    expect([3, 3, 1].map((demand) => ledger.answer(request('a', 5, demand)).grant)).toEqual([
+      3, 2, 0,
+    ])
+    expect(ledger.answer(request('b', 1000, 20, 10))).toEqual({ grant: 30, used: 30 })
+    expect(ledger.answer(request('b', 1000, 0, 13))).toEqual({ grant: 13, used: 43 })
     expect([ledger.used('a'), ledger.used('b'), ledger.used('c')]).toEqual([5, 43, 0])
   })
 
   it('forgets a key ttl seconds after its first grant, as Redis expires it', () => {
     let t = 0
     const ledger = new LeaseLedger(() => t)
-    expect(ledger.answer(request('a', 5, 3))).toBe(3)
+    expect(ledger.answer(request('a', 5, 3)).grant).toBe(3)
     t = 30_000
-    expect(ledger.answer(request('a', 5, 1))).toBe(1) // a later grant keeps the first expiry
+    expect(ledger.answer(request('a', 5, 1)).grant).toBe(1) // a later grant keeps the first expiry
     t = 60_999
     expect(ledger.used('a')).toBe(4)
     t = 61_000
     expect(ledger.used('a')).toBe(0)
-    expect(ledger.answer(request('b', 5, 1))).toBe(1)
+    expect(ledger.answer(request('b', 5, 1)).grant).toBe(1)
     expect(ledger.size).toBe(1) // the past key swept
-    expect(ledger.answer(request('a', 5, 5))).toBe(5)
+    expect(ledger.answer(request('a', 5, 5)).grant).toBe(5)
   })
 
   it('tells lease requests from the other messages on the channel', () => {
     const valid = request('a', 5, 1)
     expect(isLeaseRequest(valid)).toBe(true)
     expect(isLeaseRequest({ ...valid, want: '1' })).toBe(false)
-    expect(isLeaseRequest({ tessera: 'lease', id: 1, grant: 3 })).toBe(false)
+    expect(isLeaseRequest({ tessera: 'lease', id: 1, grant: 3, used: 3 })).toBe(false)
     expect(isLeaseRequest({ type: 'prom-client:getMetricsReq', requestId: 1 })).toBe(false)
     expect(isLeaseRequest(null)).toBe(false)
   })
@@ -149,7 +160,7 @@ describe('workers leasing from the primary', () => {
     const results = await Promise.all([a, a, a, b, b, b].map((l) => l.hit('account', now)))
     expect(results.filter((r) => r.allowed)).toHaveLength(5)
     expect(results.filter((r) => !r.allowed)).toHaveLength(1)
-    expect(new Set(results.map((r) => r.reset))).toEqual(new Set([(windowOf(now, 60) + 1) * 60]))
+    expect(new Set(results.map((r) => r.reset))).toEqual(new Set([reset]))
     expect(ledger.used(windowKey('account'))).toBe(5)
     expect([a.calls, b.calls, a.unspent('account'), b.unspent('account')]).toEqual([1, 1, 0, 0])
     expect([a.shared, b.shared]).toEqual([true, true])
@@ -176,9 +187,9 @@ describe('workers leasing from the primary', () => {
     channel.connected = false
     const results = [1, 2, 3].map(() => l.hit('gone', now))
     expect(results).toEqual([
-      { allowed: true, limit: 2, reset: (windowOf(now, 60) + 1) * 60 },
-      { allowed: true, limit: 2, reset: (windowOf(now, 60) + 1) * 60 },
-      { allowed: false, limit: 2, reset: (windowOf(now, 60) + 1) * 60 },
+      { allowed: true, limit: 2, remaining: 1, reset },
+      { allowed: true, limit: 2, remaining: 0, reset },
+      { allowed: false, limit: 2, remaining: 0, reset },
     ])
     expect([l.shared, l.calls, l.errors]).toEqual([false, 0, 0])
     expect(lines).toEqual([
@@ -190,7 +201,7 @@ describe('workers leasing from the primary', () => {
     const { l, channel } = worker(new LeaseLedger(), 5)
     const waiting = l.hit('closing', now)
     channel.connected = false
-    expect(await waiting).toEqual({ allowed: true, limit: 5, reset: (windowOf(now, 60) + 1) * 60 })
+    expect(await waiting).toEqual({ allowed: true, limit: 5, remaining: 4, reset })
     expect([l.shared, l.calls, l.errors]).toEqual([false, 1, 1])
   })
 
@@ -208,7 +219,7 @@ describe('workers leasing from the primary', () => {
     await vi.advanceTimersByTimeAsync(1)
     // Given up a turn later (once a reply already in the pipe would have been read).
     await new Promise((resolve) => setImmediate(resolve))
-    expect(settled).toEqual({ allowed: true, limit: 5, reset: (windowOf(now, 60) + 1) * 60 })
+    expect(settled).toEqual({ allowed: true, limit: 5, remaining: 4, reset })
     expect([l.shared, l.errors]).toEqual([false, 1])
 
     serve(ledger, primary)
@@ -224,7 +235,7 @@ describe('workers leasing from the primary', () => {
     const ledger = new LeaseLedger()
     const { l, primary } = worker(ledger, 5)
     primary.send({ type: 'prom-client:getMetricsReq', requestId: 1 })
-    primary.send({ tessera: 'lease', id: 99, grant: 5 })
+    primary.send({ tessera: 'lease', id: 99, grant: 5, used: 5 })
     await new Promise((resolve) => setImmediate(resolve))
     expect(await l.hit('other', now)).toMatchObject({ allowed: true })
     expect([l.unspent('other'), ledger.used(windowKey('other')), l.shared]).toEqual([0, 1, true])

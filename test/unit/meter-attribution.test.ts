@@ -17,6 +17,7 @@ const tk = {
 } as ParsedToken
 
 describe('attribution', () => {
+  const account = { username: 'acme', plan: 'free', features: [], created: '', disabled: false }
   it('counts a validation against whom it names, and refusals that prove nothing against nobody', () => {
     const cases: [Validation, string][] = [
       [{ code: 'TokenMalformed' }, ' '],
@@ -33,6 +34,7 @@ describe('attribution', () => {
           code: 'TokenValid',
           parsed: pk('acme', id),
           principal: { usage: 'pk', username: 'acme', scopes: new Set(), tokenId: id },
+          account,
         },
         `acme ${id}`,
       ],
@@ -46,6 +48,7 @@ describe('attribution', () => {
             scopes: new Set(),
             meterKey: 'kept as built',
           },
+          account,
         },
         'kept as built',
       ],

@@ -129,6 +129,43 @@ describe('the layout of src/', () => {
     expect(pairs.filter((p) => !allowed.has(p))).toEqual([])
   })
 
+  it('has no two folders importing each other at any depth (a folder and its own subfolder too)', () => {
+    // A file of src/ itself is a room of its own, as above (config.ts, context.ts, ...).
+    const folder = (file: string) =>
+      path.dirname(rel(file)) === '.' ? rel(file) : path.dirname(rel(file))
+    const edges = new Map<string, Set<string>>()
+    for (const [from, targets] of graph)
+      for (const to of targets) {
+        if (folder(from) === folder(to)) continue
+        edges.set(folder(from), (edges.get(folder(from)) ?? new Set()).add(folder(to)))
+      }
+    const pairs = [...edges].flatMap(([a, targets]) =>
+      [...targets].filter((b) => a < b && edges.get(b)?.has(a)).map((b) => `${a} ⇄ ${b}`),
+    )
+    expect(pairs).toEqual([])
+  })
+
+  it('decides verifications in src/verification alone: limits, usage counts, credit spending', () => {
+    // The rate limiter's hit and refund, the meter's count of a verification, spending credits:
+    // called from src/verification/ only (src/ratelimit and src/usage define them).
+    const calls = /\.(?:hit|refund)\(|\bcountValidation\(|\bcredits\.spend\(/
+    const home = (f: string) =>
+      ['verification', 'ratelimit', 'usage'].some((dir) => rel(f).startsWith(`${dir}${path.sep}`))
+    const outside = sources
+      .filter((f) => !home(f))
+      .flatMap((f) =>
+        (text.get(f) ?? '')
+          .split('\n')
+          .flatMap((line, i) => (calls.test(line) ? [`${rel(f)}:${i + 1}`] : [])),
+      )
+    expect(outside).toEqual([])
+    // Within src/usage, the count of a verification is defined, never called.
+    const usageCalls = sources
+      .filter((f) => rel(f).startsWith(`usage${path.sep}`))
+      .filter((f) => /[^\n]\.countValidation\(/.test(text.get(f) ?? ''))
+    expect(usageCalls.map(rel)).toEqual([])
+  })
+
   it('keeps the lower floors free of the token domain, and the dashboard off the database', () => {
     for (const lower of ['audit', 'webhooks', 'db', 'metrics'])
       expect(imports(lower, 'tokens')).toEqual([])

@@ -1,10 +1,11 @@
 import type { AppContext } from '../../context.js'
 import { ApiError } from '../../errors.js'
+import { andThen } from '../../then.js'
 import { isoTime } from '../../time.js'
 import type { ParsedToken } from '../../tokens/codec.js'
 import type { Validation } from '../../tokens/validator.js'
-import { andThen, type HeaderSink, meteredLimit, rateLimit } from '../guard.js'
-import type { Valid } from './admission.js'
+import type { Valid, Verdict } from '../../verification/checkpoint.js'
+import { type HeaderSink, writeLimits } from '../limit-headers.js'
 import { jsonType } from './base.js'
 
 /**
@@ -39,26 +40,25 @@ function buildBody(parsed: ParsedToken) {
 }
 
 /**
- * Retrieve's answer to a valid token: counted against its account's limit (the limit's headers
- * go to `sink`), then its body. Shared by the route and the fast path. Metered once: valid, or
- * rate_limited when refused with 429 (see `meteredLimit`).
+ * Retrieve's answer to a valid token: its limits (their headers go to `sink`), then its body.
+ * Shared by the route and the fast path; counted by the checkpoint (valid, or rate_limited).
  */
 export function answerValid(ctx: AppContext, validation: Valid, sink: HeaderSink) {
   ctx.metrics.validated(validation)
-  const limited = meteredLimit(ctx, sink, validation)
-  if (!(limited instanceof Promise)) return validBody(ctx, validation, sink)
-  return limited.then(() => validBody(ctx, validation, sink))
+  const verdict = ctx.checkpoint.admit(validation)
+  if (!(verdict instanceof Promise)) return validBody(validation, sink, verdict)
+  return verdict.then((v) => validBody(validation, sink, v))
 }
 
-function validBody(ctx: AppContext, validation: Valid, sink: HeaderSink) {
-  ctx.usage.countValidation(validation)
+function validBody(validation: Valid, sink: HeaderSink, verdict: Verdict) {
+  writeLimits(sink, verdict)
   sink.header('content-type', jsonType)
   return `{"code":"TokenValid","token":${tokenJson(validation.parsed)}}`
 }
 
 /**
- * Retrieve's answer to a token that is not valid, or to no token: counted against the caller's
- * address, then the code and what the token says (or 401 when there was no token).
+ * Retrieve's answer to a token that is not valid, or to no token: counted by the checkpoint
+ * against the caller's address, then the code and what the token says (401 with no token).
  */
 export function answerInvalid(
   ctx: AppContext,
@@ -66,11 +66,9 @@ export function answerInvalid(
   ip: string | undefined,
   sink: HeaderSink,
 ) {
-  if (validation !== undefined) {
-    ctx.metrics.validated(validation)
-    ctx.usage.countValidation(validation)
-  }
-  return andThen(rateLimit(ctx, sink, `ip:${ip}`), () => {
+  if (validation !== undefined) ctx.metrics.validated(validation)
+  return andThen(ctx.checkpoint.address(validation, ip), (verdict) => {
+    writeLimits(sink, verdict)
     if (validation === undefined) throw new ApiError('accessTokenRequired')
     sink.header('content-type', jsonType)
     if (validation.code === 'TokenMalformed') return '{"code":"TokenMalformed"}'

@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks'
 import type { FastifyBaseLogger } from 'fastify'
 import type { AppContext } from '../../context.js'
 import type { ApiError } from '../../errors.js'
-import type { HeaderSink } from '../guard.js'
+import type { HeaderSink } from '../limit-headers.js'
 import { limits } from '../limits.js'
 
 export type Listener = (req: IncomingMessage, res: ServerResponse) => void

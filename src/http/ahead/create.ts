@@ -10,12 +10,13 @@ import type { TemporaryResult } from '../../tokens/creation.js'
 import type { Principal } from '../../tokens/principal.js'
 import { asksTemporary, creationRefusal } from '../../tokens/rules.js'
 import type { Validation } from '../../tokens/validator.js'
+import { refusal, type Valid } from '../../verification/admission.js'
 import { principalActor } from '../actor.js'
-import { type HeaderSink, meteredLimit } from '../guard.js'
+import { handOver, handOverBody } from '../handover.js'
+import { type HeaderSink, writeLimits } from '../limit-headers.js'
 import { limits } from '../limits.js'
 import { CreateBody } from '../schemas.js'
 import { parseBody, validatorCompiler } from '../validation.js'
-import { refusal, type Valid } from './admission.js'
 import {
   type FastPath,
   type FastPathBase,
@@ -24,7 +25,6 @@ import {
   jsonType,
   type Listener,
 } from './base.js'
-import { handOver, handOverBody } from './handover.js'
 
 const route = '/tokens/v2/:username'
 const scope = 'tokens:write'
@@ -135,9 +135,8 @@ function atBodyEnd(ctx: AppContext, base: FastPathBase) {
     const { requestId, headers, send, fail } = base.answering(req, res, 'POST', route, start)
     ctx.metrics.validated(validation)
     const create = async () => {
-      // Metered as the guard meters it: rate_limited, or valid.
-      await meteredLimit(ctx, headers, validation)
-      ctx.usage.countValidation(validation)
+      // Limited and counted as the guard does: rate_limited, or valid.
+      writeLimits(headers, await ctx.checkpoint.admit(validation))
       const account = await ctx.accounts.find(username)
       if (account === undefined) throw new ApiError('noSuchUser')
       const actor = principalActor(principal, ip, requestId())

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks'
+import { handOver } from '../handover.js'
 import { answerRetrieve } from './answers.js'
 import { bodiless, type FastPath, type FastPathOptions, fastPathBase } from './base.js'
-import { handOver } from './handover.js'
 
 /**
  * Retrieve, answered ahead of Fastify exactly as the route answers it, when its token's

@@ -4,7 +4,7 @@ import type { AppContext } from '../../context.js'
 import { ApiError } from '../../errors.js'
 import { type LeakOutcome, maxLeakReports } from '../../tokens/leaks.js'
 import { actorOf } from '../actor.js'
-import { rateLimit } from '../guard.js'
+import { writeLimits } from '../limit-headers.js'
 import { ErrorBody } from '../schemas.js'
 
 const tags = ['leaks']
@@ -120,7 +120,7 @@ function publicReportRoute(scope: FastifyInstance, ctx: AppContext) {
       },
     },
     async (request, reply) => {
-      await rateLimit(ctx, reply, `leak:${request.ip}`)
+      writeLimits(reply, await ctx.checkpoint.anonymous(request.ip, 'leak'))
       const body = parse(typeof request.body === 'string' ? request.body : '') as {
         credentials?: unknown
         url?: unknown

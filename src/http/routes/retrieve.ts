@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import type { AppContext } from '../../context.js'
 import type { Validation as Checked } from '../../tokens/validator.js'
 import { answerRetrieve } from '../ahead/answers.js'
-import { handedOver } from '../ahead/handover.js'
+import { handedOver } from '../handover.js'
 import { accessToken, andThen } from '../guard.js'
 import { AccessTokenQuery, errorResponses, Validation } from '../schemas.js'
 

@@ -1,6 +1,6 @@
-import type { Validation } from '../../tokens/validator.js'
+import type { Validation } from '../tokens/validator.js'
 
-export type Valid = Extract<Validation, { code: 'TokenValid' }>
+export type { Valid } from './checkpoint.js'
 
 /** Why a token may not act: not valid here (401), or not for this account or scope (404). */
 export type Refusal = 'unauthorized' | 'otherAccount' | 'lacksScope'

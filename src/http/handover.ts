@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import { Readable } from 'node:stream'
 import type { preParsingHookHandler } from 'fastify'
-import type { Validation } from '../../tokens/validator.js'
+import type { Validation } from '../tokens/validator.js'
 
 // Keyed by the request, so that they go with it; only this module reads or writes them.
 const validations = new WeakMap<IncomingMessage, Validation | Promise<Validation>>()
