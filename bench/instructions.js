@@ -306,6 +306,11 @@ async function main() {
         server: floor(['headers']),
         load: { route: '/floor/103' },
       },
+      {
+        name: 'raw floor (node:https alone, the same body and 7 headers)',
+        server: floor(['raw']),
+        load: { route: '/floor/103' },
+      },
       { name: 'retrieve pk', server: service, load: { route: `/tokens/v2?access_token=${pk}` } },
       {
         name: 'retrieve pk, 3 named limits',

@@ -9,7 +9,7 @@ import Fastify from 'fastify'
 import type { Logger } from 'pino'
 import { type Config, configuredOrigin } from './config.js'
 import type { AppContext } from './context.js'
-import { dashboard } from './dashboard/plugin.js'
+import { dashboard } from './dashboard/pages/plugin.js'
 import { isUnavailable } from './db/database.js'
 import { ApiError } from './errors.js'
 import { adminDocs, adminRoutes } from './http/admin/routes.js'
@@ -172,6 +172,9 @@ function createFastify(
     genReqId: requestId,
     routerOptions: {
       ignoreTrailingSlash: true,
+      // A path parameter past this (decoded) length matches no route: the namespace API's
+      // identifiers are up to 256 characters, and one longer must be told so (422), not 404.
+      maxParamLength: 512,
       ignoreDuplicateSlashes: true,
       querystringParser: parseQuery,
     },

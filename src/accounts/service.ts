@@ -16,9 +16,15 @@ import type { Principal } from '../tokens/principal.js'
 import type { TokenService, TokenView } from '../tokens/service.js'
 import { usernamePattern } from './directory.js'
 import { type PolicyView, policyView, setPolicy } from './policy.js'
+import {
+  type LimitResolver,
+  type RatelimitView,
+  ratelimitView,
+  setRatelimits,
+} from './ratelimits.js'
 
 /** An account as stored: what the dashboard and the API read of it. */
-export type { AccountRecord, PolicyView }
+export type { AccountRecord, LimitResolver, PolicyView, RatelimitView }
 export { usernamePattern }
 
 export interface AccountChange {
@@ -244,6 +250,17 @@ export class AccountService {
   async setTokenPolicy(username: string, policy: unknown, actor: Actor): Promise<PolicyView> {
     const deps = { db: this.db, catalog: this.catalog, tokens: this.tokens }
     return setPolicy(deps, await this.get(username), policy, actor, accountChange(username))
+  }
+
+  /** The account's named rate limits: own, plan's, in force as `book` resolves them. */
+  ratelimits(account: AccountRecord, book: LimitResolver): RatelimitView {
+    return ratelimitView(this.catalog, book, account)
+  }
+
+  /** Replaces the account's own rate limits (see setRatelimits); read from the database first. */
+  async setRatelimits(username: string, body: unknown, actor: Actor, book: LimitResolver) {
+    const deps = { db: this.db, catalog: this.catalog, tokens: this.tokens, book }
+    return setRatelimits(deps, await this.get(username), body, actor, accountChange(username))
   }
 
   /** The account holder: may use every scope available to the account (dashboard, CLI). */

@@ -20,6 +20,7 @@ import {
 import { creditsCommand } from './credits.js'
 import { memberCommand } from './members.js'
 import { policyCommand } from './policy.js'
+import { ratelimitsCommand } from './ratelimits.js'
 import { webhookCommand } from './webhooks.js'
 
 const usage = `usage: tessera <command>
@@ -42,6 +43,11 @@ const usage = `usage: tessera <command>
   policy show <username>                      the account's token policy: own, plan's, effective
   policy set <username> [--max-sk-lifetime-days N] [--pk-allowed-urls] [--idle-days N]
              [--roll-grace-max-hours N]       replaces the account's own (none: no option)
+  ratelimits show <username>                  the account's named rate limits: own, plan's,
+                                              effective
+  ratelimits set <username> <limits>|@<file>  replaces the account's own: a JSON list of
+                                              {"name", "limit", "duration" (ms), "cost"?}
+                                              ([]: none of its own)
   member list <account>                       the people of an account, with their roles
   member add <account> <email> [--role R]     a one-time invitation link (7 days; role owner,
                                               developer (the default) or viewer)
@@ -119,6 +125,7 @@ const groups = new Map<string, Group>([
   ['token', tokenCommand],
   ['credits', creditsCommand],
   ['policy', policyCommand],
+  ['ratelimits', ratelimitsCommand],
 ])
 
 async function run(argv: string[]): Promise<void> {

@@ -3,7 +3,7 @@ import { Counter, Registry } from 'prom-client'
 import type { Config } from '../config.js'
 import { createDatabase, type Db } from '../db/database.js'
 import { registerUsageLosses } from '../metrics/metrics.js'
-import { handoverMs, type UsageHandover } from '../usage/handover.js'
+import { handoverMs, limitedOf, type UsageHandover } from '../usage/handover.js'
 import type { Meter } from '../usage/meter.js'
 import { verificationsOf } from '../usage/pending.js'
 import { meterOf, type UsageFigures } from '../usage/writes.js'
@@ -65,7 +65,7 @@ export class WorkersUsage {
     for (const w of handover.windows) {
       const counts = new Map(w.counts)
       verifications += verificationsOf(counts)
-      this.meter.receive(w.minute, counts)
+      this.meter.receive(w.minute, counts, limitedOf(w.limited))
     }
     this.heard.set(worker, { at: this.now(), verifications })
   }

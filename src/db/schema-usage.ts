@@ -19,6 +19,16 @@ export interface UsageTable {
   credits_exhausted: ColumnType<Count, Count | undefined, Count>
 }
 
+/** `rate_limited` by limit name in one bucket (migration 0019): usage_limited_minutes, _hours,
+ * _days. The names of a bucket add up to at most its `usage_*` row's `rate_limited`. */
+export interface UsageLimitedTable {
+  account: string
+  at: string
+  token_id: string
+  name: string
+  count: Count
+}
+
 export interface UsageReportsTable {
   reporter: string
   batch: string

@@ -19,6 +19,7 @@ import type {
   CreditLeasesTable,
   CreditsTable,
   GoneTokensTable,
+  UsageLimitedTable,
   UsageReportsTable,
   UsageTable,
 } from './schema-usage.js'
@@ -257,6 +258,9 @@ export interface Database {
   usage_minutes: UsageTable
   usage_hours: UsageTable
   usage_days: UsageTable
+  usage_limited_minutes: UsageLimitedTable
+  usage_limited_hours: UsageLimitedTable
+  usage_limited_days: UsageLimitedTable
   usage_reports: UsageReportsTable
   credits: CreditsTable
   credit_leases: CreditLeasesTable

@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely'
 import { powerOfTwoRuns } from './compiled.js'
 import type { Database } from './schema.js'
+import { addLimited, type LimitedCounts, pruneLimited } from './usage-limited.js'
 
 type Executor = Kysely<Database>
 
@@ -32,6 +33,8 @@ export interface MinuteRow {
   account: string
   tokenId: string
   counts: readonly number[]
+  /** `rate_limited` by limit name, where any: at most `counts`' rate_limited (0019). */
+  limited?: LimitedCounts
 }
 
 export interface TokenActivity {
@@ -60,11 +63,11 @@ const anyCount = (row: MinuteRow) => row.counts.some((n) => n !== 0)
 
 export const usageRepo = {
   /**
-   * Adds counts to the minute, hour and day rows, and moves the last use of tokens with valid
-   * counts forward: upserts that add, so that every instance's counts sum up. One statement per
-   * table and run of rows (runs of powers of two, see `powerOfTwoRuns`), all in one transaction:
-   * a failed write is retried whole, never counted twice. Rows in key order, so that two
-   * instances lock the same rows in the same order.
+   * Adds counts to the minute, hour and day rows (and their split by limit name), and moves the
+   * last use of tokens with valid counts forward: upserts that add, so that every instance's
+   * counts sum up. One statement per table and run of rows (runs of powers of two, see
+   * `powerOfTwoRuns`), all in one transaction: a failed write is retried whole, never counted
+   * twice. Rows in key order, so that two instances lock the same rows in the same order.
    */
   async add(db: Executor, rows: readonly MinuteRow[]): Promise<void> {
     const counted = rows.filter(anyCount)
@@ -76,6 +79,7 @@ export const usageRepo = {
         const sorted = [...cells.keys()].sort().map((k) => cells.get(k) as Cell)
         for (const run of powerOfTwoRuns(sorted)) await addRun(trx, table, run)
       }
+      await addLimited(trx, counted)
       await touch(trx, counted)
     }
     if (db.isTransaction) await write(db)
@@ -176,6 +180,7 @@ export const usageRepo = {
     for (const [table] of usageTables) {
       await db.deleteFrom(table).where('at', '<', cutoff[table]).execute()
     }
+    await pruneLimited(db, before)
     await db.deleteFrom('usage_reports').where('received', '<', before.reports).execute()
     await db
       .deleteFrom('token_last_used')

@@ -56,6 +56,27 @@ const ExpiresAt = Type.String({
     'from then on the token is TokenExpired. Not with expires (a temporary token)',
 })
 
+/** One named rate limit (docs/ratelimits.md), as token objects show it. */
+const NamedLimit = Type.Object({
+  name: Type.String({ description: 'Its name: [a-z0-9][a-z0-9._-]{0,63}, unique in the list' }),
+  limit: Type.Integer({ description: 'At most this many in each window (1 to 1,000,000,000)' }),
+  duration: Type.Integer({ description: 'The window, milliseconds (1,000 to 86,400,000)' }),
+  cost: Type.Optional(
+    Type.Integer({ description: 'What one request counts (0 to 1,000,000,000); 1 when absent' }),
+  ),
+})
+
+/**
+ * Shapes only: the bounds, the names and unknown keys are readNamedLimits' (tokens/rules.ts),
+ * which says in `details` what is wrong, as for a bad expiresAt.
+ */
+const Ratelimits = Type.Array(Type.Object(NamedLimit.properties, resources), {
+  ...resources,
+  description:
+    "Tessera: a pk or sk's own named rate limits, at most 50, applied to every verification " +
+    "of the token on top of its account's (docs/ratelimits.md). Not with expires",
+})
+
 /** One body for both creates: the presence of `expires` selects a temporary token. */
 export const CreateBody = Type.Object(
   {
@@ -64,6 +85,7 @@ export const CreateBody = Type.Object(
     allowedUrls: Type.Optional(AllowedUrls),
     allowedIps: Type.Optional(AllowedIps),
     expiresAt: Type.Optional(ExpiresAt),
+    ratelimits: Type.Optional(Ratelimits),
     expires: Type.Optional(Type.String({ ...resources, description: 'Makes a temporary token' })),
   },
   resources,
@@ -76,6 +98,7 @@ export const UpdateBody = Type.Object(
     allowedUrls: Type.Optional(Type.Union([AllowedUrls, Type.Null()], resources)),
     allowedIps: Type.Optional(Type.Union([AllowedIps, Type.Null()], resources)),
     expiresAt: Type.Optional(Type.Union([ExpiresAt, Type.Null()], resources)),
+    ratelimits: Type.Optional(Type.Union([Ratelimits, Type.Null()], resources)),
   },
   resources,
 )
@@ -93,6 +116,9 @@ export const TokenObject = Type.Object({
   allowedIps: Type.Optional(Type.Array(Type.String())),
   expiresAt: Type.Optional(
     Type.String({ description: 'Tessera: its end of life; absent when it has none' }),
+  ),
+  ratelimits: Type.Optional(
+    Type.Array(NamedLimit, { description: 'Tessera: its own named rate limits; absent when none' }),
   ),
   token: Type.Optional(Type.String()),
 })

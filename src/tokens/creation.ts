@@ -4,6 +4,7 @@ import { insertDepth, insertWithEvents } from '../db/creates.js'
 import { type AccountRecord, tokensRepo } from '../db/repositories.js'
 import { type TokenRecord, tokenDocument, withToken } from '../db/token-document.js'
 import { fail } from '../errors.js'
+import type { NamedLimit } from '../ratelimit/named.js'
 import { isoTime, parseTimestamp } from '../time.js'
 import { encodeToken } from './codec.js'
 import { holdNew, policyOf } from './policy.js'
@@ -14,6 +15,7 @@ import {
   normalizeAllowedIps,
   normalizeAllowedUrls,
   normalizeExpiresAt,
+  normalizeRatelimits,
 } from './rules.js'
 
 /** The fields a client sets on create and update. */
@@ -25,6 +27,8 @@ export interface TokenFields {
   allowedIps?: string[] | null
   /** Tessera: the token's end of life, ISO 8601; null (update) removes it. */
   expiresAt?: string | null
+  /** Tessera: its own named rate limits (see normalizeRatelimits); null or [] removes them. */
+  ratelimits?: readonly NamedLimit[] | null
 }
 
 export interface TemporaryInput {
@@ -33,6 +37,7 @@ export interface TemporaryInput {
   allowedUrls?: unknown
   allowedIps?: unknown
   expiresAt?: unknown
+  ratelimits?: unknown
 }
 
 export interface TemporaryResult {
@@ -118,9 +123,10 @@ export class TokenCreation {
     const allowedUrls = normalizeAllowedUrls(input.allowedUrls)
     const allowedIps = normalizeAllowedIps(input.allowedIps)
     const expiresAt = normalizeExpiresAt(input.expiresAt, this.records.now())
+    const ratelimits = normalizeRatelimits(input.ratelimits)
     const scopes = this.records.checkScopes(account, principal, input.scopes ?? [])
     const note = input.note ?? ''
-    const fields = { note, scopes, allowedUrls, allowedIps, expiresAt }
+    const fields = { note, scopes, allowedUrls, allowedIps, expiresAt, ratelimits }
     const record = this.records.newRecord(account, fields)
     holdNew(policyOf(this.records.catalog, account), record, this.records.now())
     const target = { type: 'token' as const, id: record.id }
@@ -169,6 +175,10 @@ export class TokenCreation {
     }
     if (input.expiresAt !== undefined) {
       fail('invalidResources', 'a body with expires makes a temporary token: omit expiresAt')
+    }
+    // Nothing is stored of a temporary token: its account's limits are the ones that hold.
+    if (input.ratelimits !== undefined) {
+      fail('invalidResources', 'temporary tokens cannot have ratelimits')
     }
     const expiresMs = parseTimestamp(input.expires)
     if (expiresMs === undefined)

@@ -5,6 +5,7 @@ import type { Db } from '../db/database.js'
 import { type AccountRecord, tokensRepo } from '../db/repositories.js'
 import { type TokenRecord, type TokenView, tokenView } from '../db/token-document.js'
 import { fail } from '../errors.js'
+import type { NamedLimit } from '../ratelimit/named.js'
 import type { ScopeCatalog } from '../scopes/catalog.js'
 import { isoTime } from '../time.js'
 import type { TokenCache } from './cache.js'
@@ -22,6 +23,8 @@ export interface NewTokenFields {
   allowedIps?: string[] | null
   /** Tessera: its end of life, epoch ms. */
   expiresAt?: number | null
+  /** Tessera: its own named rate limits, as normalizeRatelimits read them. */
+  ratelimits?: NamedLimit[] | null
   isDefault?: boolean
 }
 
@@ -87,6 +90,7 @@ export class TokenRecords {
       allowedUrls: fields.allowedUrls,
       ...(fields.allowedIps == null ? {} : { allowedIps: fields.allowedIps }),
       ...(fields.expiresAt == null ? {} : { expiresAt: fields.expiresAt }),
+      ...(fields.ratelimits == null ? {} : { ratelimits: fields.ratelimits }),
       scopeless: fields.scopes.length === 0,
       keyId: this.keyring.current.id,
       created: at,

@@ -1,5 +1,6 @@
 import { BlockList, isIP } from 'node:net'
 import { ApiError, fail } from '../errors.js'
+import { type NamedLimit, readNamedLimits } from '../ratelimit/named.js'
 import type { Scope, ScopeCatalog } from '../scopes/catalog.js'
 import { isoTime, parseTimestamp } from '../time.js'
 import type { Principal } from './principal.js'
@@ -52,6 +53,18 @@ export function normalizeExpiresAt(value: unknown, now: number): number | null |
     fail('invalidResources', 'expiresAt may be at most 10 years in the future')
   }
   return at
+}
+
+/**
+ * A pk or sk's own named rate limits (Tessera's `ratelimits`) as stored: each `{name, limit,
+ * duration, cost?}` as readNamedLimits reads it, else `resources are invalid` with its sentence.
+ * An empty list is none (null), as is null (update: remove them); undefined as given.
+ */
+export function normalizeRatelimits(value: unknown): NamedLimit[] | null | undefined {
+  if (value === undefined || value === null) return value
+  const limits = readNamedLimits(value, 'ratelimits')
+  if (typeof limits === 'string') return fail('invalidResources', limits)
+  return limits.length === 0 ? null : limits
 }
 
 export const maxAllowedIps = 100

@@ -9,7 +9,12 @@ import type { TokenFields } from './creation.js'
 import { holdChange, holdGrace, policyOf, rolledEnd } from './policy.js'
 import type { Principal } from './principal.js'
 import type { TokenRecords } from './records.js'
-import { normalizeAllowedIps, normalizeAllowedUrls, normalizeExpiresAt } from './rules.js'
+import {
+  normalizeAllowedIps,
+  normalizeAllowedUrls,
+  normalizeExpiresAt,
+  normalizeRatelimits,
+} from './rules.js'
 
 const dayMs = 24 * 3_600_000
 
@@ -40,17 +45,19 @@ export async function updateToken(
     input.scopes === undefined &&
     input.allowedUrls === undefined &&
     input.allowedIps === undefined &&
-    input.expiresAt === undefined
+    input.expiresAt === undefined &&
+    input.ratelimits === undefined
   ) {
     fail('invalidResources', 'name at least one of note, scopes and allowedUrls')
   }
   const allowedUrls = normalizeAllowedUrls(input.allowedUrls)
   const allowedIps = normalizeAllowedIps(input.allowedIps)
   const expiresAt = normalizeExpiresAt(input.expiresAt, records.now())
+  const ratelimits = normalizeRatelimits(input.ratelimits)
   const scopes = input.scopes && records.checkScopes(account, principal, input.scopes)
   const record = await records.find(account, id)
   await records.refuseRetiring(record, principal.tokenId)
-  const fields = ['note', 'scopes', 'allowedUrls', 'allowedIps', 'expiresAt'] as const
+  const fields = ['note', 'scopes', 'allowedUrls', 'allowedIps', 'expiresAt', 'ratelimits'] as const
   const before = fields.map((k) => JSON.stringify(record[k] ?? null))
   const was = { expiresAt: record.expiresAt, allowedUrls: record.allowedUrls }
   if (scopes !== undefined) {
@@ -66,6 +73,7 @@ export async function updateToken(
   if (input.allowedUrls !== undefined) record.allowedUrls = allowedUrls
   if (input.allowedIps !== undefined) record.allowedIps = allowedIps
   if (expiresAt !== undefined) record.expiresAt = expiresAt
+  if (ratelimits !== undefined) record.ratelimits = ratelimits
   holdChange(policyOf(records.catalog, account), was, record, records.now())
   record.modified = isoTime(records.now())
   // The fields whose value changed, not those sent: a form sends them all.
@@ -126,6 +134,8 @@ export async function rollToken(
       // Its end of life goes with it: a roll replaces a string, not a decision about its term;
       // within the policy, as any new token (rolledEnd).
       expiresAt: rolledEnd(policy, old, now),
+      // Its limits too: they bound what it may cost, whichever string is used.
+      ratelimits: old.ratelimits ?? null,
       isDefault: old.isDefault,
     }),
     usage: old.usage,

@@ -15,10 +15,19 @@ export function splitKey(key: string): { account: string; tokenId: string } {
   return { account: key.slice(0, at), tokenId: key.slice(at + 1) }
 }
 
-/** A window's counts by key as the rows of its minute (epoch ms). */
-export function rowsOf(minute: number, counts: Map<string, number[]>): MinuteRow[] {
+/** A window's counts by key (and their split by limit name) as the rows of its minute. */
+export function rowsOf(
+  minute: number,
+  counts: Map<string, number[]>,
+  limited?: ReadonlyMap<string, ReadonlyMap<string, number>>,
+): MinuteRow[] {
   const at = new Date(minute).toISOString().slice(0, 16)
-  return [...counts].map(([key, c]) => ({ minute: at, ...splitKey(key), counts: c }))
+  return [...counts].map(([key, c]) => {
+    const row: MinuteRow = { minute: at, ...splitKey(key), counts: c }
+    const names = limited?.get(key)
+    if (names !== undefined) row.limited = Object.fromEntries(names)
+    return row
+  })
 }
 
 /** The outcome a validation code stands for. */

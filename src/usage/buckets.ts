@@ -13,6 +13,9 @@ export interface UsageRange {
   since?: number
 }
 
+/** `rate_limited` by limit name: `{"<name>": n}`, names that counted none left out. */
+export type LimitedBy = Record<string, number>
+
 /** Counts by outcome of one account and token in one minute (a verifier's report). */
 export interface UsageRow {
   /** The minute's start, epoch ms (floored to the minute when it is not one). */
@@ -21,6 +24,8 @@ export interface UsageRow {
   /** '' for a temporary token or a string no token can be told from. */
   tokenId: string
   outcomes: OutcomeCounts
+  /** The split of `outcomes.rate_limited` by limit name (at most it, in sum), where given. */
+  limited?: LimitedBy
 }
 
 export interface SeriesQuery extends UsageRange {
@@ -35,6 +40,8 @@ export interface SeriesQuery extends UsageRange {
 export interface Bucket {
   start: string
   outcomes: OutcomeCounts
+  /** Its rate_limited by limit name, where any (the API's own name for it). */
+  rate_limited_by?: LimitedBy
 }
 
 const widthMs: Record<Resolution, number> = { minute: 60_000, hour: 3_600_000, day: 86_400_000 }

@@ -1,29 +1,35 @@
 import type { Db } from '../db/database.js'
 import { type TokenActivity, usageRepo } from '../db/usage.js'
-import { type Resolution, usageReads } from '../db/usage-reads.js'
+import type { Resolution } from '../db/usage-reads.js'
 import type { Validation } from '../tokens/validator.js'
 import { keyOf, meterKey, outcomeOfCode, rowsOf } from './attribution.js'
 import {
-  addCounts,
   type Bucket,
   bucketKey,
   countsOf,
-  outcomesOf,
-  partsOf,
+  type LimitedBy,
   type SeriesQuery,
-  startOf,
   type UsageRange,
   type UsageRow,
 } from './buckets.js'
-import { type OutcomeCounts, outcomes } from './outcomes.js'
-import { PendingWindows, type Window } from './pending.js'
+import { outcomeIndex, outcomes } from './outcomes.js'
+import { type LimitedByKey, PendingWindows, type Window } from './pending.js'
+import { UsageReads, usageDays } from './reads.js'
 
-export type { Bucket, Resolution, SeriesQuery, TokenActivity, UsageRange, UsageRow, Window }
+export type {
+  Bucket,
+  LimitedBy,
+  Resolution,
+  SeriesQuery,
+  TokenActivity,
+  UsageRange,
+  UsageRow,
+  Window,
+}
+export { usageDays }
 
 const minuteMs = 60_000
 const dayMs = 86_400_000
-/** Days of hourly counts `activity` answers (the token page's chart). */
-export const usageDays = 30
 
 /**
  * Verifications by outcome per (account, token id, minute), counted in memory on the hot path
@@ -31,10 +37,14 @@ export const usageDays = 30
  * `start`'s interval (USAGE_FLUSH_SECONDS; a worker hands them to its primary every second
  * instead): the minute rows, and the same counts added to the hour and day rows, in one
  * transaction a minute (docs/metering.md). Upserts that add: every instance's counts sum up,
- * and a minute written in several flushes too.
+ * and a minute written in several flushes too. A refusal by a named limit is also counted by
+ * the limit's name (`countLimited`), travels and is written with its minute's counts. The
+ * reads are `UsageReads`'.
  */
-export class Meter {
+export class Meter extends UsageReads {
   private counts = new Map<string, number[]>()
+  /** The current window's rate_limited by limit name, per key. */
+  private limited: LimitedByKey = new Map()
   private windowStart = 0
   private windowEnd = 0
   /** Closed windows (and flushed parts of the current one) not written yet. */
@@ -51,13 +61,15 @@ export class Meter {
   flushEveryMs = minuteMs
 
   constructor(
-    private readonly db: Db,
-    private readonly now: () => number,
+    db: Db,
+    now: () => number,
     /** Days each resolution is kept (config.usage.retentionDays). */
-    readonly retentionDays: { minute: number; hour: number; day: number },
+    retentionDays: { minute: number; hour: number; day: number },
     /** A flush with windows not written (once a flush, the first error). */
     private readonly onError: (err: unknown) => void = () => {},
-  ) {}
+  ) {
+    super(db, now, retentionDays)
+  }
 
   /** The most kept unwritten (a database away for two hours); past it the oldest go. */
   get maxPending() {
@@ -86,9 +98,36 @@ export class Meter {
     this.add(keyOf(validation), outcome, 1)
   }
 
+  /**
+   * One verification refused by the limit `name` (the one that refused it): counted once,
+   * rate_limited, against whom it names, and in the split of rate_limited by limit name.
+   */
+  countLimited(validation: Validation, name: string): void {
+    const key = keyOf(validation)
+    this.add(key, outcomeIndex.rate_limited, 1)
+    this.addLimited(key, name, 1)
+  }
+
+  /** `n` verifications of `account`'s token `tokenId` refused by the limit `name`. */
+  countLimitedAs(account: string, tokenId: string, name: string, n = 1): void {
+    const key = meterKey(account, tokenId)
+    this.add(key, outcomeIndex.rate_limited, n)
+    this.addLimited(key, name, n)
+  }
+
   /** Counts another process counted (a worker's, handed over): written with the next flush. */
-  receive(minute: number, counts: Map<string, number[]>): void {
-    this.pending.add(minute, counts)
+  receive(minute: number, counts: Map<string, number[]>, limited?: LimitedByKey): void {
+    this.pending.add(minute, counts, limited)
+  }
+
+  /** After `add` (which opened the window): the name's count of the key, in this window. */
+  private addLimited(key: string, name: string, n: number) {
+    let names = this.limited.get(key)
+    if (names === undefined) {
+      names = new Map()
+      this.limited.set(key, names)
+    }
+    names.set(name, (names.get(name) ?? 0) + n)
   }
 
   private add(key: string, outcome: number, n: number) {
@@ -104,8 +143,10 @@ export class Meter {
   /** Moves the current window's counts to `pending` and opens the window of this minute. */
   private rotate() {
     if (this.counts.size > 0) {
-      this.pending.add(this.windowStart, this.counts)
+      const limited = this.limited.size > 0 ? this.limited : undefined
+      this.pending.add(this.windowStart, this.counts, limited)
       this.counts = new Map()
+      if (limited !== undefined) this.limited = new Map()
     }
     this.windowStart = Math.floor(this.now() / minuteMs) * minuteMs
     this.windowEnd = this.windowStart + minuteMs
@@ -123,6 +164,7 @@ export class Meter {
       account: r.account,
       tokenId: r.tokenId,
       counts: countsOf(r.outcomes),
+      ...(r.limited === undefined ? {} : { limited: r.limited }),
     }))
     const received = new Date(this.now()).toISOString()
     return usageRepo.record(
@@ -167,7 +209,7 @@ export class Meter {
       let error: unknown
       for (const w of windows) {
         try {
-          await usageRepo.add(this.db, rowsOf(w.minute, w.counts))
+          await usageRepo.add(this.db, rowsOf(w.minute, w.counts, w.limited))
         } catch (err) {
           failed.push(w)
           error ??= err
@@ -187,93 +229,6 @@ export class Meter {
     clearTimeout(this.timer)
     this.timer = undefined
     await this.flush()
-  }
-
-  /** Buckets of an account (or one of its tokens) with any count, oldest first, a page of them;
-   * `next` is the cursor of the page after, when there is one. As stored: this instance's
-   * counts of the current minute are not in them until the next flush. */
-  async series(account: string, q: SeriesQuery): Promise<{ series: Bucket[]; next?: string }> {
-    const limit = q.limit ?? 100
-    const { first, rest } = partsOf(q.resolution, q, this.now(), this.retentionDays)
-    const after = q.after === undefined ? undefined : bucketKey(q.resolution, Date.parse(q.after))
-    const rows: { at: string; counts: number[] }[] = []
-    if (first !== undefined && (after === undefined || after < first.at)) {
-      const counts = await usageReads.totals(this.db, { account, ...first, token: q.token })
-      if (counts.some((n) => n !== 0)) rows.push({ at: first.at, counts })
-    }
-    const stored = await usageReads.series(this.db, {
-      account,
-      ...rest,
-      token: q.token,
-      after,
-      limit: limit + 1,
-      resolution: q.resolution,
-    })
-    rows.push(...stored)
-    const series = rows
-      .slice(0, limit)
-      .map((r) => ({ start: startOf(q.resolution, r.at), outcomes: outcomesOf(r.counts) }))
-    const last = series.at(-1)
-    return rows.length > limit && last !== undefined ? { series, next: last.start } : { series }
-  }
-
-  /** The ranges of the tables a read of the buckets of `resolution` sums (see `partsOf`). */
-  private ranges(account: string, resolution: Resolution, q: UsageRange) {
-    const { first, rest } = partsOf(resolution, q, this.now(), this.retentionDays)
-    const ranges = [{ account, resolution, ...rest }]
-    if (first !== undefined) ranges.push({ account, ...first })
-    return ranges
-  }
-
-  /** The sums over the buckets of `resolution` (default: hours, or days past their retention)
-   * that overlap [from, to). */
-  async totals(
-    account: string,
-    q: UsageRange & { token?: string; resolution?: Resolution },
-  ): Promise<OutcomeCounts> {
-    const resolution = q.resolution ?? this.coarseEnough(q.from)
-    const sums = new Array<number>(outcomes.length).fill(0)
-    for (const range of this.ranges(account, resolution, q)) {
-      addCounts(sums, await usageReads.totals(this.db, { ...range, token: q.token }))
-    }
-    return outcomesOf(sums)
-  }
-
-  /** Each token's sums (the token '' included), the most counted first. */
-  async byToken(
-    account: string,
-    q: UsageRange & { resolution?: Resolution },
-  ): Promise<{ token: string; outcomes: OutcomeCounts }[]> {
-    const resolution = q.resolution ?? this.coarseEnough(q.from)
-    const sums = new Map<string, number[]>()
-    for (const range of this.ranges(account, resolution, q)) {
-      for (const r of await usageReads.byToken(this.db, range)) {
-        const seen = sums.get(r.tokenId)
-        if (seen === undefined) sums.set(r.tokenId, r.counts)
-        else addCounts(seen, r.counts)
-      }
-    }
-    const total = (c: readonly number[]) => c.reduce((a, b) => a + b, 0)
-    return [...sums]
-      .map(([token, c]) => ({ token, sum: total(c), outcomes: outcomesOf(c) }))
-      .sort((a, b) => b.sum - a.sum || (a.token < b.token ? -1 : a.token > b.token ? 1 : 0))
-      .map(({ token, outcomes }) => ({ token, outcomes }))
-  }
-
-  /** Hours while their retention covers `from`, else days. */
-  private coarseEnough(from: number): Resolution {
-    return from >= this.now() - this.retentionDays.hour * dayMs ? 'hour' : 'day'
-  }
-
-  /** Last use and valid validations per hour of the last 30 days, as stored (none before the
-   * hour the account was created: see `UsageRange.since`). */
-  activity(id: string, account?: string): Promise<TokenActivity> {
-    const since = new Date(this.now() - usageDays * dayMs).toISOString().slice(0, 13)
-    return usageRepo.activity(this.db, id, since, account)
-  }
-
-  lastUsed(ids: string[]): Promise<Map<string, string>> {
-    return usageRepo.lastUsed(this.db, ids)
   }
 
   /** Each resolution past its retention, reports past 7 days, the last use of tokens gone. */

@@ -1,7 +1,26 @@
+/**
+ * `rate_limited` by limit name per meter key: a key's names are its account's and token's
+ * limits (some 150 at most), and only refusals by a limit have them.
+ */
+export type LimitedByKey = Map<string, Map<string, number>>
+
 /** Counts by outcome per meter key (`meterKey`) in one calendar minute (its start, epoch ms). */
 export interface Window {
   minute: number
   counts: Map<string, number[]>
+  /** The split of the counts' rate_limited by limit name, where any. */
+  limited?: LimitedByKey
+}
+
+/** Two splits as one: `into` with `from`'s names added (either may be absent). */
+export function joinLimited(into?: LimitedByKey, from?: LimitedByKey): LimitedByKey | undefined {
+  if (into === undefined || from === undefined) return into ?? from
+  for (const [key, names] of from) {
+    const seen = into.get(key)
+    if (seen === undefined) into.set(key, names)
+    else for (const [name, n] of names) seen.set(name, (seen.get(name) ?? 0) + n)
+  }
+  return into
 }
 
 /** Verifications a window counts (every outcome). */
@@ -30,14 +49,17 @@ export class PendingWindows {
     return this.windows.length
   }
 
-  /** Adds a minute's counts; `counts` is the window's from then on when its minute is new. */
-  add(minute: number, counts: Map<string, number[]>): void {
+  /** Adds a minute's counts (and their split by name); they are the window's from then on
+   * when its minute is new. */
+  add(minute: number, counts: Map<string, number[]>, limited?: LimitedByKey): void {
     if (counts.size === 0) return
     const window = this.windows.findLast((w) => w.minute === minute)
     if (window === undefined) {
-      this.windows.push({ minute, counts })
+      this.windows.push(limited === undefined ? { minute, counts } : { minute, counts, limited })
       this.keys += counts.size
     } else {
+      const joined = joinLimited(window.limited, limited)
+      if (joined !== undefined) window.limited = joined
       for (const [key, c] of counts) {
         const into = window.counts.get(key)
         if (into === undefined) {
@@ -60,7 +82,7 @@ export class PendingWindows {
   /** Windows taken and not written: before any added since (the same minutes merged). */
   putBack(failed: Window[]): void {
     const later = this.take()
-    for (const w of [...failed, ...later]) this.add(w.minute, w.counts)
+    for (const w of [...failed, ...later]) this.add(w.minute, w.counts, w.limited)
   }
 
   private bound() {

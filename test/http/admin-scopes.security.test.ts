@@ -148,6 +148,11 @@ describe('the route table of the admin API', () => {
     'POST /admin/v1/credits/leases': () => ({ account: 'alice', want: 1 }),
     'POST /admin/v1/usage/reports': () => ({ reporter: 'walk', batch: 'b-1', counts: [] }),
     'GET /admin/v1/events': () => undefined,
+    'POST /admin/v1/ratelimits/:namespace': () => ({
+      identifier: 'user_1',
+      limit: 1,
+      duration: 1000,
+    }),
   }
   const bodyOf = (method: string) => (['POST', 'PUT', 'PATCH'].includes(method) ? {} : undefined)
   const filled = (url: string) =>
@@ -156,6 +161,8 @@ describe('the route table of the admin API', () => {
       .replace(':token_id', h.alice.defaultToken.id)
       .replace(':login', 'alice')
       .replace(':id', 'wh_0000000000000000000000')
+      .replace(':namespace', 'signups')
+      .replace(':identifier', 'user_1')
 
   it('declares a scope on every route; a verifier key is refused on every route outside it and answered on those inside', {
     timeout: 60_000,

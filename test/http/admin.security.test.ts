@@ -28,6 +28,8 @@ const routes = (tokenId: string): [Method, string, unknown?][] => [
   ['GET', '/accounts/alice/audit'],
   ['GET', '/accounts/alice/token-policy'],
   ['PUT', '/accounts/alice/token-policy', { maxSkLifetimeDays: 1 }],
+  ['GET', '/accounts/alice/ratelimits'],
+  ['PUT', '/accounts/alice/ratelimits', { limits: [] }],
   ['GET', '/audit'],
   ['GET', '/events'],
   ['POST', '/introspect', { token: 'x' }],

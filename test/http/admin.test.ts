@@ -535,6 +535,7 @@ describe('the OpenAPI document', () => {
       '/admin/v1/accounts/{username}/members',
       '/admin/v1/accounts/{username}/members/{login}',
       '/admin/v1/accounts/{username}/portal-links',
+      '/admin/v1/accounts/{username}/ratelimits',
       '/admin/v1/accounts/{username}/setup-url',
       '/admin/v1/accounts/{username}/token-policy',
       '/admin/v1/accounts/{username}/tokens',
@@ -550,6 +551,9 @@ describe('the OpenAPI document', () => {
       '/admin/v1/events',
       '/admin/v1/introspect',
       '/admin/v1/leaks',
+      '/admin/v1/ratelimits/{namespace}',
+      '/admin/v1/ratelimits/{namespace}/overrides',
+      '/admin/v1/ratelimits/{namespace}/overrides/{identifier}',
       '/admin/v1/usage/reports',
       '/admin/v1/webhooks',
       '/admin/v1/webhooks/{id}',
@@ -563,12 +567,13 @@ describe('the OpenAPI document', () => {
         name: `${method} ${p}`,
       })),
     )
-    expect(operations).toHaveLength(44)
+    expect(operations).toHaveLength(49)
     // Each names the operator scope it needs (the verifier's four; every other, admin).
     const verifier = [
       'get /admin/v1/events',
       'post /admin/v1/credits/leases',
       'post /admin/v1/introspect',
+      'post /admin/v1/ratelimits/{namespace}',
       'post /admin/v1/usage/reports',
     ]
     for (const op of operations as {

@@ -27,15 +27,21 @@ const catalog = new ScopeCatalog({
 
 function setup(account: AccountRecord, principal: Principal) {
   const counted: (number | undefined)[] = []
+  /** The names of the limits that refused, as the Usage split counts them. */
+  const limitedBy: string[] = []
   const usage = {
     countValidation: (_v: Validation, outcome?: number) => counted.push(outcome),
+    countLimited: (_v: Validation, name: string) => {
+      counted.push(outcomeIndex.rate_limited)
+      limitedBy.push(name)
+    },
   } as unknown as Meter
   const limiter = new MemoryRateLimiter()
   const clock = { now: t0 }
   const book = new LimitBook(catalog, requestsLimit(10))
   const checkpoint = new Checkpoint({ limiter, usage, book, now: () => clock.now })
   const valid = { code: 'TokenValid', principal, account } as unknown as Valid
-  return { checkpoint, counted, valid, clock }
+  return { checkpoint, counted, limitedBy, valid, clock }
 }
 
 const account = (plan: string, ratelimits?: AccountRecord['ratelimits']): AccountRecord => ({
@@ -70,7 +76,10 @@ describe('the checkpoint', () => {
   it("applies the plan's, the account's own and the token's; one refused consumes none", () => {
     const own = [{ name: 'hourly', limit: 2, duration: 3_600_000 }]
     const burst = [{ name: 'burst', limit: 1, duration: 1000 }]
-    const { checkpoint, counted, valid, clock } = setup(account('pro', own), principal(burst))
+    const { checkpoint, counted, limitedBy, valid, clock } = setup(
+      account('pro', own),
+      principal(burst),
+    )
     const first = checkpoint.admit(valid) as ReturnType<typeof checkpoint.limits> & object
     expect(statesOf(first as never).map((s) => [s.applied.key, s.result.remaining])).toEqual([
       ['user:acme', 3],
@@ -92,6 +101,8 @@ describe('the checkpoint', () => {
       applied: { rule: { name: 'hourly', limit: 2 } },
       requests: { remaining: 2 },
     })
+    // Each refusal counted once, rate_limited, by the name of the limit that refused it.
+    expect(limitedBy).toEqual(['burst', 'hourly'])
   })
 
   it('gives back what a passed verdict took (refused after its limits: credits)', () => {

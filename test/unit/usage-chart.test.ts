@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { csvName, fill, periodOf, usageCsv } from '../../src/dashboard/periods.js'
+import { csvName, fill, periodOf, usageCsv } from '../../src/dashboard/views/periods.js'
 import { stacks, usageChart } from '../../src/dashboard/views/chart.js'
 
 /** The periods of the Usage page, the stacked bars and the CSV: pure functions of their data. */

@@ -35,8 +35,8 @@ type SettingsMore = Partial<
 > & { refusal?: string }
 
 /**
- * The settings page: the account and its token policy, what needs attention, the person signed
- * in and their sign-in methods; with what the last form left on it.
+ * The settings page: the account, its rate limits and token policy, what needs attention, the
+ * person signed in and their sign-in methods; with what the last form left on it.
  */
 export async function settingsPage(ctx: AppContext, request: FastifyRequest, more: SettingsMore) {
   const { account, signedIn, session } = holderOf(request)
@@ -56,6 +56,7 @@ export async function settingsPage(ctx: AppContext, request: FastifyRequest, mor
     notices: upcoming,
     now: ctx.tokens.now(),
     policy: ctx.accounts.tokenPolicy(account),
+    ratelimits: ctx.accounts.ratelimits(account, ctx.checkpoint.book).effective,
     ...rest,
   })
 }

@@ -11,12 +11,13 @@ import {
   isPeriodName,
   type Period,
   periodOf,
-} from '../periods.js'
+} from '../views/periods.js'
 import { sendPage } from '../reply.js'
 import { messageView } from '../views/auth.js'
 import type { CreditFormValues } from '../views/credits.js'
 import type { FormError } from '../views/forms.js'
 import { tokenName } from '../views/token-name.js'
+import type { LimitedUse } from '../views/usage-limited.js'
 import { rankTokens, type TokenUse } from '../views/usage-page.js'
 
 /** The period a page's `?period=` asks for; undefined when it names none (a 422 page). */
@@ -70,7 +71,10 @@ async function tokensNamed(ctx: AppContext, account: AccountRecord, ids: readonl
   return new Map(found.filter((t): t is TokenView => t !== undefined).map((t) => [t.id, t]))
 }
 
-/** The most used and the most refused tokens of the period, named as they are now. */
+/**
+ * The most used and the most refused tokens of the period, named as they are now, and what each
+ * named limit refused (from the same sums: no other read).
+ */
 export async function topTokensOf(ctx: AppContext, account: AccountRecord, period: Period) {
   const since = Date.parse(account.created)
   const all = await ctx.usage.byToken(account.username, { ...rangeOf(period), since })
@@ -85,7 +89,24 @@ export async function topTokensOf(ctx: AppContext, account: AccountRecord, perio
     const token = named.get(t.id)
     return token === undefined ? t : { ...t, name: tokenName(token) }
   }
-  return { used: ranked.used.map(name), refused: ranked.refused.map(name) }
+  return {
+    used: ranked.used.map(name),
+    refused: ranked.refused.map(name),
+    limited: limitedOf(all),
+  }
+}
+
+/** The tokens' rate_limited by limit name, summed: the account's, the most refused first. */
+function limitedOf(tokens: readonly { rate_limited_by?: Record<string, number> }[]): LimitedUse[] {
+  const sums = new Map<string, number>()
+  for (const t of tokens) {
+    for (const [name, n] of Object.entries(t.rate_limited_by ?? {})) {
+      sums.set(name, (sums.get(name) ?? 0) + n)
+    }
+  }
+  return [...sums]
+    .map(([name, count]) => ({ name, count }))
+    .sort((a, b) => b.count - a.count || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
 }
 
 /** The credits form as typed. */

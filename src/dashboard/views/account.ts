@@ -1,5 +1,6 @@
 import type { AccountRecord } from '../../accounts/service.js'
 import type { SignInMethod } from '../../audit/events.js'
+import type { NamedLimit } from '../../ratelimit/named.js'
 import type { Scope } from '../../scopes/catalog.js'
 import { passkeyScripts } from './auth.js'
 import { factorsSection } from './factors.js'
@@ -27,6 +28,37 @@ ${v.scopes.map(
 </table>`,
   )
 }
+
+const units: [number, string][] = [
+  [86_400_000, 'day'],
+  [3_600_000, 'hour'],
+  [60_000, 'minute'],
+  [1000, 'second'],
+]
+
+/** A limit's window in words: `1 minute`, `90 seconds`, `1.5 seconds`. */
+export function windowText(ms: number): string {
+  const [size, unit] = units.find(([size]) => ms % size === 0) ?? [1000, 'second']
+  const n = ms / size
+  return `${n} ${unit}${n === 1 ? '' : 's'}`
+}
+
+/** The named rate limits in force (ctx.accounts.ratelimits' `effective`), read-only. */
+export const ratelimitsSection = (limits: readonly NamedLimit[]) =>
+  html`<section aria-labelledby="ratelimits-heading" class="card">
+  <h2 id="ratelimits-heading">Rate limits</h2>
+  <table class="ratelimits">
+  <caption class="visually-hidden">Rate limits in effect on your account</caption>
+  <thead><tr><th scope="col">Name</th><th scope="col">Limit</th><th scope="col">Window</th></tr></thead>
+  <tbody>
+  ${limits.map(
+    (l) =>
+      html`<tr><th scope="row"><code>${l.name}</code></th><td>${l.limit.toLocaleString('en-US')}</td><td>${windowText(l.duration)}</td></tr>`,
+  )}
+  </tbody>
+  </table>
+  <p class="hint">Every request with your tokens counts against each limit; one past any of them is refused (429) until its window ends. Your plan and your operator set them.</p>
+</section>`
 
 const methodText = {
   password: 'a password',
@@ -62,6 +94,8 @@ export function settingsView(v: {
   /** What needs attention soon (ctx.hygiene.upcoming), and the service clock. */
   notices: readonly NoticeShown[]
   now: number
+  /** The named rate limits in force on the account. */
+  ratelimits: readonly NamedLimit[]
   /** The token policy, and its form as typed with its refusal. */
   policy: PolicyShown
   policyValues?: PolicyFormValues
@@ -84,6 +118,7 @@ export function settingsView(v: {
   </dl>
   <p class="hint">Your plan and features are set by your operator.</p>
 </section>
+${ratelimitsSection(v.ratelimits)}
 ${tokenPolicySection({ signedIn: v.signedIn, policy: v.policy, values: v.policyValues, error: v.policyError })}
 <section aria-labelledby="you-heading" class="card">
   <h2 id="you-heading">You</h2>

@@ -1,5 +1,5 @@
 import { type Outcome, outcomes } from '../../usage/outcomes.js'
-import { type Bucket, type Period, sum, totalsOf } from '../periods.js'
+import { type Bucket, type Period, sum, totalsOf } from './periods.js'
 import { type Html, html } from './html.js'
 import { count } from './usage.js'
 

@@ -1,5 +1,5 @@
 import type { Role } from '../../people/members.js'
-import { assetUrl } from '../assets.js'
+import { assetUrl } from './assets.js'
 import { type Html, html } from './html.js'
 
 export interface Frame {

@@ -2,7 +2,8 @@ import type { Scope } from '../../scopes/catalog.js'
 import type { TokenPolicy } from '../../token-policy.js'
 import type { LeakEvidence } from '../../tokens/leaks.js'
 import type { TokenView } from '../../tokens/service.js'
-import type { Bucket, Period } from '../periods.js'
+import type { Bucket, Period } from './periods.js'
+import { windowText } from './account.js'
 import { periodLinks, usageChart } from './chart.js'
 import { type CreditFormValues, type CreditsShown, tokenCreditsCard } from './credits.js'
 import { dayOf, fromNow } from './expiry.js'
@@ -70,6 +71,7 @@ export function tokenPageView(v: {
   <dt>Token</dt><dd>${t.token === undefined ? 'A secret token is shown only once, when it is created.' : copyable('token-string', t.token)}</dd>
 </dl>
 <p class="visually-hidden" id="copy-status" role="status"></p>
+${t.ratelimits === undefined || t.ratelimits.length === 0 ? '' : ownLimits(t.ratelimits)}
 <section aria-labelledby="usage-heading" class="card">
   <div class="card-head">
     <h2 id="usage-heading">Verifications</h2>
@@ -88,6 +90,26 @@ const endOfLife = (t: TokenView, now: number) => {
   if (Date.parse(t.expiresAt) <= now) return html`${dayOf(t.expiresAt, now)} (expired)`
   return html`${dayOf(t.expiresAt, now)} (${fromNow(t.expiresAt, now)})`
 }
+
+/**
+ * The token's own named rate limits (the API's `ratelimits`), read-only: the form does not
+ * change them, so a save keeps them.
+ */
+const ownLimits = (limits: NonNullable<TokenView['ratelimits']>) =>
+  html`<section aria-labelledby="token-ratelimits-heading" class="card">
+  <h2 id="token-ratelimits-heading">Rate limits</h2>
+  <table class="ratelimits">
+  <caption class="visually-hidden">Rate limits of this token</caption>
+  <thead><tr><th scope="col">Name</th><th scope="col">Limit</th><th scope="col">Window</th></tr></thead>
+  <tbody>
+  ${limits.map(
+    (l) =>
+      html`<tr><th scope="row"><code>${l.name}</code></th><td>${l.limit.toLocaleString('en-US')}${l.cost === undefined || l.cost === 1 ? '' : ` (a request counts ${l.cost})`}</td><td>${windowText(l.duration)}</td></tr>`,
+  )}
+  </tbody>
+  </table>
+  <p class="hint">This token’s own limits, on top of your account’s (Settings): a request past any of them is refused (429) until its window ends. They are set through the API (<code>ratelimits</code>).</p>
+</section>`
 
 /** A viewer's view of a token's settings: text, no form. */
 const readOnly = (t: TokenView) => html`<section aria-labelledby="settings-heading" class="card">

@@ -1,10 +1,11 @@
 import { outcomes } from '../../usage/outcomes.js'
-import { type Bucket, type Period, sum } from '../periods.js'
+import { type Bucket, type Period, sum } from './periods.js'
 import { outcomeNames, periodLinks, usageChart } from './chart.js'
 import { accountCreditsCard, type CreditsShown } from './credits.js'
 import { html } from './html.js'
 import { layout, type SignedIn } from './layout.js'
 import { count } from './usage.js'
+import { type LimitedUse, limitedCard } from './usage-limited.js'
 
 /** A token's verifications over the period, by outcome (ctx.usage.byToken). */
 export interface TokenUse {
@@ -76,6 +77,8 @@ export function usagePageView(v: {
   buckets: readonly Bucket[]
   used: readonly TokenUse[]
   refused: readonly TokenUse[]
+  /** What each named limit refused, the most first (none: no card). */
+  limited?: readonly LimitedUse[]
   /** The account's credits: shown to every member, changed by the operator only. */
   credits: CreditsShown | undefined
 }) {
@@ -101,6 +104,7 @@ export function usagePageView(v: {
   ${mostRefused(v.refused, v.period)}
 </section>
 </div>
+${limitedCard(v.limited ?? [], v.period)}
 ${accountCreditsCard(v.credits)}`,
   )
 }

@@ -16,6 +16,8 @@ import * as tokenHygiene from './0014-token-hygiene.js'
 import * as reporterNamespace from './0015-reporter-namespace.js'
 import * as goneTokens from './0016-gone-tokens.js'
 import * as invitationMailsIndex from './0017-invitation-mails-index.js'
+import * as namedRatelimits from './0018-named-ratelimits.js'
+import * as usageLimited from './0019-usage-limited.js'
 
 /** Registered explicitly (no globbing) so that they survive bundling. Append only. */
 const migrations: Record<string, Migration> = {
@@ -36,6 +38,8 @@ const migrations: Record<string, Migration> = {
   '0015-reporter-namespace': reporterNamespace,
   '0016-gone-tokens': goneTokens,
   '0017-invitation-mails-index': invitationMailsIndex,
+  '0018-named-ratelimits': namedRatelimits,
+  '0019-usage-limited': usageLimited,
 }
 
 export const migrationProvider: MigrationProvider = {

@@ -1,5 +1,7 @@
 import { Type } from '@sinclair/typebox'
+import { limitNamePattern, maxLimits } from '../../ratelimit/named.js'
 import { outcomes } from '../../usage/outcomes.js'
+import { batchCountMax } from '../../verification/reports.js'
 import { PageQuery, resources } from './schemas.js'
 
 /** Schemas of the admin API's usage routes (docs/metering.md). */
@@ -8,8 +10,8 @@ const usernameOrNone = '^([a-z0-9][a-z0-9_-]{0,31})?$'
 const tokenOrNone = '^(c[a-z0-9]{24})?$'
 const name = '^[A-Za-z0-9._:-]{1,64}$'
 /** A count of a batch; the sum of one outcome of one (account, token, minute) in a batch is
- * bounded the same (`batchCountMax`, usage.ts), so that no flush of them overflows a bigint. */
-const countMax = 1_000_000_000
+ * bounded the same, so that no flush of them overflows a bigint. */
+const countMax = batchCountMax
 /** Credits a returned lease gives back. */
 const leaseMax = 1_000_000_000_000
 
@@ -24,6 +26,25 @@ const InputOutcomes = Type.Object(
     outcomes.map((o) => [o, Type.Optional(Type.Integer({ minimum: 0, maximum: countMax }))]),
   ),
   { additionalProperties: false, ...resources },
+)
+
+/** `rate_limited` by limit name (the API's name: the outcome it splits, and by what). */
+export const RateLimitedBy = Type.Record(Type.String(), Type.Integer(), {
+  description:
+    '`rate_limited` split by the name of the limit that refused (`{"<limit name>": n}`); ' +
+    'absent when none was',
+})
+
+/** A report's split: names of limits, at most as many as an account and a token may hold. */
+const InputRateLimitedBy = Type.Record(
+  Type.String({ pattern: limitNamePattern.source }),
+  Type.Integer({ minimum: 0, maximum: countMax }),
+  {
+    additionalProperties: false,
+    maxProperties: 4 * maxLimits,
+    ...resources,
+    description: "The row's rate_limited by limit name; adds up to at most its rate_limited",
+  },
 )
 
 const Time = (description: string) => Type.String({ ...resources, description })
@@ -57,17 +78,28 @@ export const UsageSeries = Type.Object({
   resolution: Type.String(),
   from: Type.String(),
   to: Type.String(),
-  series: Type.Array(Type.Object({ start: Type.String(), outcomes: Outcomes }), {
-    description: 'Buckets with any count, oldest first',
-  }),
+  series: Type.Array(
+    Type.Object({
+      start: Type.String(),
+      outcomes: Outcomes,
+      rate_limited_by: Type.Optional(RateLimitedBy),
+    }),
+    { description: 'Buckets with any count, oldest first' },
+  ),
   totals: Outcomes,
+  rate_limited_by: Type.Optional(RateLimitedBy),
   next: Type.Optional(Type.String({ description: 'The path and query of the next page' })),
 })
 
 export const UsageByToken = Type.Object({
-  tokens: Type.Array(Type.Object({ token: Type.String(), outcomes: Outcomes }), {
-    description: 'Most counted first; token "" holds temporary tokens and refused strings',
-  }),
+  tokens: Type.Array(
+    Type.Object({
+      token: Type.String(),
+      outcomes: Outcomes,
+      rate_limited_by: Type.Optional(RateLimitedBy),
+    }),
+    { description: 'Most counted first; token "" holds temporary tokens and refused strings' },
+  ),
 })
 
 export const UsageReport = Type.Object(
@@ -81,6 +113,7 @@ export const UsageReport = Type.Object(
           account: Type.String({ ...resources, pattern: usernameOrNone }),
           token: Type.String({ ...resources, pattern: tokenOrNone }),
           outcomes: InputOutcomes,
+          rate_limited_by: Type.Optional(InputRateLimitedBy),
         },
         { additionalProperties: false, ...resources },
       ),

@@ -7,7 +7,7 @@ import { fail } from '../../errors.js'
 import type { Principal } from '../../tokens/principal.js'
 import { asksTemporary, creationRefusal } from '../../tokens/rules.js'
 import { tokenActor } from '../actor.js'
-import { replayBody } from '../ahead/handover.js'
+import { replayBody } from '../handover.js'
 import {
   CreateBody,
   CreateResult,

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
-import { packageRoot } from '../config.js'
+import { packageRoot } from '../../config.js'
 
 /** The dashboard's stylesheet and script, read once; served as files (the CSP allows no inline code). */
 const folder = path.join(packageRoot, 'src', 'dashboard', 'assets')

@@ -1,4 +1,4 @@
-import { type OutcomeCounts, outcomes } from '../usage/outcomes.js'
+import { type OutcomeCounts, outcomes } from '../../usage/outcomes.js'
 
 /**
  * The periods of the Usage page and a token's page: the last 24 hours by hour and the last 30
