@@ -112,6 +112,11 @@ export class Checkpoint {
     this.deps.usage.countValidation(validation, outcome)
   }
 
+  /** Counts one verification refused by the limit `name` (introspection, which decides it). */
+  countLimited(validation: Validation, name: string): void {
+    this.deps.usage.countLimited(validation, name)
+  }
+
   private counted(validation: Valid, verdict: Verdict, passed: number | undefined): Verdict {
     // Refused: rate_limited, and by the name of the limit that refused (the Usage split).
     if (verdict.allowed) this.deps.usage.countValidation(validation, passed)

@@ -146,6 +146,7 @@ describe('the route table of the admin API', () => {
   const inScope: Record<string, (h: Harness) => unknown> = {
     'POST /admin/v1/introspect': (h) => ({ token: h.alice.defaultToken.token }),
     'POST /admin/v1/credits/leases': () => ({ account: 'alice', want: 1 }),
+    'POST /admin/v1/ratelimit-leases': (h) => ({ token: h.alice.defaultToken.token, want: 1 }),
     'POST /admin/v1/usage/reports': () => ({ reporter: 'walk', batch: 'b-1', counts: [] }),
     'GET /admin/v1/events': () => undefined,
     'POST /admin/v1/ratelimits/:namespace': () => ({
@@ -188,7 +189,7 @@ describe('the route table of the admin API', () => {
     const verifierRoutes = table
       .filter((r) => r.scope === 'verifier' && r.method !== 'HEAD')
       .map((r) => `${r.method} ${r.url}`)
-    // The verifier scope is these four, and a route added to it is added here with its request.
+    // The verifier scope is these six, and a route added to it is added here with its request.
     expect(verifierRoutes.sort()).toEqual(Object.keys(inScope).sort())
 
     for (const route of table) {

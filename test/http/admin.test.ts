@@ -551,6 +551,7 @@ describe('the OpenAPI document', () => {
       '/admin/v1/events',
       '/admin/v1/introspect',
       '/admin/v1/leaks',
+      '/admin/v1/ratelimit-leases',
       '/admin/v1/ratelimits/{namespace}',
       '/admin/v1/ratelimits/{namespace}/overrides',
       '/admin/v1/ratelimits/{namespace}/overrides/{identifier}',
@@ -567,12 +568,13 @@ describe('the OpenAPI document', () => {
         name: `${method} ${p}`,
       })),
     )
-    expect(operations).toHaveLength(49)
-    // Each names the operator scope it needs (the verifier's four; every other, admin).
+    expect(operations).toHaveLength(52)
+    // Each names the operator scope it needs (the verifier's six; every other, admin).
     const verifier = [
       'get /admin/v1/events',
       'post /admin/v1/credits/leases',
       'post /admin/v1/introspect',
+      'post /admin/v1/ratelimit-leases',
       'post /admin/v1/ratelimits/{namespace}',
       'post /admin/v1/usage/reports',
     ]

@@ -1,6 +1,11 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import fc from 'fast-check'
+import type { FastifyInstance } from 'fastify'
 import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { buildApp } from '../../src/app.js'
 import { cliActor } from '../../src/audit/events.js'
 import { toConfig } from '../../src/config.js'
 import { type AppContext, createContext } from '../../src/context.js'
@@ -18,6 +23,7 @@ import {
   type Verdict,
 } from '../../src/verification/checkpoint.js'
 import { LimitBook } from '../../src/verification/limits.js'
+import { admin, adminEnv } from '../http/admin-client.js'
 import { fleetEnv } from './env.js'
 
 /**
@@ -39,10 +45,23 @@ const choices: readonly Omit<NamedLimit, 'name'>[] = [
 const clock = { offset: 0 }
 const now = () => Date.now() + clock.offset
 const processes: AppContext[] = []
+const apps: FastifyInstance[] = []
+
+/** The default catalog with a plan `metered` whose `requests` limit is 999,999 a minute. */
+function catalogFile() {
+  const text = readFileSync(path.resolve(import.meta.dirname, '../../catalog/default.yaml'), 'utf8')
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'tessera-')), 'scopes.yaml')
+  const plan =
+    '  metered:\n    scopes: *standard\n    ratelimits: [{ name: requests, limit: 999999, duration: 60000 }]\n'
+  writeFileSync(file, text.replace('\nfeatures:', `\n${plan}\nfeatures:`))
+  return file
+}
 
 beforeAll(async () => {
   const config = toConfig({
     ...fleet.env,
+    ...adminEnv,
+    SCOPES_FILE: catalogFile(),
     DATA_DIR: '/tmp',
     RATE_LIMIT_PER_MINUTE: '1000000',
     SHED_DELAY_MS: '0',
@@ -51,8 +70,14 @@ beforeAll(async () => {
   for (let i = 0; i < 6; i++) {
     processes.push(await createContext(config, { now, ...(i >= 4 ? { worker: i - 4 } : {}) }))
   }
+  for (const ctx of processes.slice(0, 2)) {
+    const app = buildApp(ctx)
+    await app.ready()
+    apps.push(app)
+  }
 }, 60_000)
 afterAll(async () => {
+  for (const app of apps) await app.close()
   for (const ctx of processes) await ctx.close()
   await fleet.drop()
 })
@@ -220,3 +245,84 @@ function channelPair() {
   })
   return { worker: end(0), primary: end(1) }
 }
+
+/** Milliseconds from a change's answer on one instance until `seen` holds on the other. */
+async function delayOf(change: () => Promise<unknown>, seen: () => Promise<boolean>) {
+  await change()
+  const since = performance.now()
+  while (!(await seen())) {
+    if (performance.now() - since > 3000) throw new Error('not in force after 3 s')
+    await new Promise((r) => setTimeout(r, 5))
+  }
+  return performance.now() - since
+}
+
+const percentile = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)] ?? 0
+
+describe('a change of limits reaches every instance', () => {
+  it("an account's own limits, its plan and a namespace override: in force on the other instance within 1 s (p99)", async () => {
+    const [one, two] = apps as [FastifyInstance, FastifyInstance]
+    const name = `pr${randomAlnum(10)}`
+    const account = await (processes[0] as AppContext).accounts.create(
+      name,
+      undefined,
+      [],
+      cliActor,
+    )
+    const token = account.defaultToken.token as string
+    const limitOn = async () =>
+      (await two.inject({ method: 'GET', url: `/tokens/v2?access_token=${token}` })).headers[
+        'x-rate-limit-limit'
+      ]
+    const delays: Record<string, number[]> = { account: [], plan: [], override: [] }
+    for (let i = 0; i < 20; i++) {
+      const limit = 500_000 + i
+      const own = [{ name: 'requests', limit, duration: 60_000 }]
+      delays.account?.push(
+        await delayOf(
+          () => admin(one, 'PUT', `/accounts/${name}/ratelimits`, { limits: own }),
+          async () => (await limitOn()) === String(limit),
+        ),
+      )
+    }
+    await admin(one, 'PUT', `/accounts/${name}/ratelimits`, { limits: [] })
+    for (let i = 0; i < 20; i++) {
+      const [plan, limit] = i % 2 === 0 ? ['metered', '999999'] : ['standard', '1000000']
+      delays.plan?.push(
+        await delayOf(
+          () => admin(one, 'PATCH', `/accounts/${name}`, { plan }),
+          async () => (await limitOn()) === limit,
+        ),
+      )
+    }
+    const ns = `ns${randomAlnum(6).toLowerCase()}`
+    for (let i = 0; i < 20; i++) {
+      const limit = 1000 + i
+      delays.override?.push(
+        await delayOf(
+          () =>
+            admin(one, 'PUT', `/ratelimits/${ns}/overrides/user_*`, {
+              limit,
+              duration: 60_000,
+            }),
+          async () =>
+            (
+              await admin(two, 'POST', `/ratelimits/${ns}`, {
+                identifier: 'user_1',
+                limit: 1,
+                duration: 60_000,
+                cost: 0,
+              })
+            ).body.limit === limit,
+        ),
+      )
+    }
+    const figures = Object.entries(delays).map(
+      ([what, xs]) =>
+        `${what}: p50 ${percentile(xs, 50).toFixed(0)} ms, p99 ${percentile(xs, 99).toFixed(0)} ms`,
+    )
+    process.stdout.write(`change propagation over 20 changes each: ${figures.join('; ')}\n`)
+    for (const xs of Object.values(delays)) expect(percentile(xs, 99)).toBeLessThan(1000)
+  }, 120_000)
+})

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { csvName, fill, periodOf, usageCsv } from '../../src/dashboard/views/periods.js'
 import { stacks, usageChart } from '../../src/dashboard/views/chart.js'
+import { csvName, fill, periodOf, usageCsv } from '../../src/dashboard/views/periods.js'
 
 /** The periods of the Usage page, the stacked bars and the CSV: pure functions of their data. */
 

@@ -14,6 +14,9 @@ export type FailureReason =
   | 'IpNotAllowed'
   /** The token (or its account) carries credits and too few are left for the cost. */
   | 'CreditsExhausted'
+  /** A rate limit on the token (its account's or its own) has nothing left in its window:
+   * `ratelimit` names it. */
+  | 'RateLimited'
   /** Tessera could not answer and nothing usable was cached: fail closed. */
   | 'TesseraUnavailable'
 
@@ -42,6 +45,8 @@ export interface VerifiedToken {
 export interface RefusedToken {
   readonly valid: false
   readonly reason: FailureReason
+  /** RateLimited: the name of the limit that refused (e.g. `requests`). */
+  readonly ratelimit?: string
 }
 
 export type Verification = VerifiedToken | RefusedToken
@@ -76,6 +81,7 @@ export const refusals: Readonly<Record<FailureReason, RefusedToken>> = Object.fr
   UrlNotAllowed: refused('UrlNotAllowed'),
   IpNotAllowed: refused('IpNotAllowed'),
   CreditsExhausted: refused('CreditsExhausted'),
+  RateLimited: refused('RateLimited'),
   TesseraUnavailable: refused('TesseraUnavailable'),
 })
 

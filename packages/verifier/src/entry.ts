@@ -1,6 +1,7 @@
 import type { AllowedUrls } from './allowed-urls.js'
 import { refusals, type Verification, type VerifyOptions } from './answers.js'
 import type { Pool } from './credits.js'
+import type { LimitPool } from './ratelimits.js'
 import type { MeterKey } from './usage.js'
 
 /** A cached answer of Tessera about one token string, with what checking it needs precomputed. */
@@ -21,6 +22,8 @@ export interface Entry {
   readonly meter: MeterKey | undefined
   /** The credits a verification spends (the token's or its account's); undefined: none. */
   readonly pool: Pool | undefined
+  /** The rate limits a verification takes (its account's and its own); undefined: none listed. */
+  readonly limits: LimitPool | undefined
 }
 
 /** What a lookup answers when Tessera cannot: never cached. */
@@ -35,6 +38,7 @@ export const unavailable: Entry = Object.freeze({
   account: undefined,
   meter: undefined,
   pool: undefined,
+  limits: undefined,
 })
 
 /** The checks of one request against a cached answer: IP ranges, allowed URLs, then scopes. */

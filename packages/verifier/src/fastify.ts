@@ -40,7 +40,7 @@ function refuse(reply: FastifyReply, reason: Parameters<typeof refusalFor>[0]) {
 /**
  * Checks the token of every request of the context it is registered in (it is not encapsulated,
  * like a plugin wrapped by fastify-plugin): a valid token sets `request.tessera`; otherwise the
- * request is answered 401, 403, 429 (no credits left) or 503 with `{message, details}`. A route
+ * request is answered 401, 403, 429 (no credits left, or over a rate limit) or 503 with `{message, details}`. A route
  * opts out with `config: { tessera: false }` and asks for its own scopes and cost with
  * `config: { tessera: { scope, cost } }`.
  */

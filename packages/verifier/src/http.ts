@@ -41,6 +41,11 @@ const refusalsByReason: Record<FailureReason | 'TokenMissing', Refusal> = {
     headers: {},
     body: { message: 'Too Many Requests', details: 'the access token has no credits left' },
   },
+  RateLimited: {
+    status: 429,
+    headers: {},
+    body: { message: 'Too Many Requests', details: 'the access token is over a rate limit' },
+  },
   TesseraUnavailable: {
     status: 503,
     headers: { 'retry-after': '1' },

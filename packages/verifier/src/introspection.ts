@@ -3,6 +3,7 @@ import { AllowedUrls } from './allowed-urls.js'
 import { type FailureReason, refusals, type TokenUsage } from './answers.js'
 import type { Pool } from './credits.js'
 import type { Entry } from './entry.js'
+import type { LimitPool } from './ratelimits.js'
 import type { MeterKey } from './usage.js'
 
 const usages = new Set<string>(['pk', 'sk', 'tk'])
@@ -55,6 +56,8 @@ export interface EntryTimes {
   meterKey(account: string, token: string): MeterKey
   /** The credits held here for a token (with its id) or an account's tk. */
   pool(account: string, token: string | undefined): Pool
+  /** The rate limits held here for a token (with its id) or an account's tk, of these limits. */
+  limits(account: string, token: string | undefined, shape: string): LimitPool
 }
 
 /**
@@ -91,6 +94,24 @@ function poolOf(
   return times.pool(account, id)
 }
 
+/**
+ * The rate limits a token's verifications take when the answer lists some (Tessera lists them
+ * when a plan, the account or the token sets any; a Tessera before named limits, never): their
+ * names and sizes make the pool's shape, so that other limits take another pool.
+ */
+function limitsOf(
+  ratelimits: unknown,
+  account: string,
+  id: string | undefined,
+  times: EntryTimes,
+): LimitPool | undefined {
+  if (!Array.isArray(ratelimits) || ratelimits.length === 0) return undefined
+  const shape = ratelimits
+    .map((l: { name?: unknown; limit?: unknown }) => `${String(l?.name)}=${String(l?.limit)}`)
+    .join(',')
+  return times.limits(account, id, shape)
+}
+
 /** A refusal entry (not asked, or Tessera said inactive). */
 export function refusalEntry(
   token: string,
@@ -110,6 +131,7 @@ export function refusalEntry(
     account,
     meter: refusalMeter(token, reason, times, unowned),
     pool: undefined,
+    limits: undefined,
   }
 }
 
@@ -124,6 +146,7 @@ export function entryOf(token: string, body: unknown, times: EntryTimes): Entry 
     return refusalEntry(token, code as FailureReason, times, b.unowned === true)
   }
   const { username, usage, scope, id, client_id, iat, exp, allowedUrls, allowedIps, credits } = b
+  const { ratelimits } = b
   if (
     typeof username !== 'string' ||
     typeof usage !== 'string' ||
@@ -166,6 +189,7 @@ export function entryOf(token: string, body: unknown, times: EntryTimes): Entry 
     account: username,
     meter: times.meterKey(username, usage === 'tk' ? '' : (answer.id ?? '')),
     pool: poolOf(credits, username, answer.id, times),
+    limits: limitsOf(ratelimits, username, usage === 'tk' ? undefined : answer.id, times),
   }
 }
 

@@ -11,13 +11,15 @@ const accountActions = new Set([
   'account.disabled',
   'account.enabled',
   'account.deleted',
+  // An account's own named rate limits: its answers list other limits now.
+  'ratelimits.changed',
 ])
 
 /**
  * Drops what an event of Tessera's stream makes outdated: a token's answers (token.updated,
- * token.deleted: target.id), an account's (account.*: account), those credits.changed names,
- * or everything (reset, or an event of those kinds that cannot be read). Other events change no
- * answer.
+ * token.deleted: target.id), an account's (account.*, ratelimits.changed: account), those
+ * credits.changed names, or everything (reset, or an event of those kinds that cannot be read).
+ * Other events change no answer.
  */
 export function invalidate(
   cache: EntryCache,

@@ -1,17 +1,21 @@
 import { Credits } from './credits.js'
 import { defaults, type VerifierOptions } from './options.js'
+import { RateLimits } from './ratelimits.js'
 import { Reporter, type ReporterStats } from './reporter.js'
 import type { Transport } from './transport.js'
 import { type MeterKey, UsageCounter } from './usage.js'
 
 /**
  * What a verifier counts and spends: the counts of its decisions, reported every reportEveryMs,
- * and the credits it holds in leases, handed back (with a report) within a second of their end.
+ * the credits it holds in leases, handed back (with a report) within a second of their end, and
+ * the blocks of rate limits it holds (lost, not handed back, when their window ends).
  */
 export class Metering {
   readonly counter: UsageCounter
   readonly reporter: Reporter
   readonly credits: Credits
+  /** The blocks of rate limits held here. */
+  readonly limits: RateLimits
   /** Malformed and invalid strings name nobody: counted for ('', ''). */
   readonly nobody: MeterKey
   private readonly timer: NodeJS.Timeout
@@ -36,6 +40,10 @@ export class Metering {
       maxLease,
       emptyForMs,
     })
+    this.limits = new RateLimits(transport, onError, {
+      firstLease: defaults.firstLeaseLimits,
+      maxLease: defaults.maxLeaseLimits,
+    })
     this.reportEveryMs = reportEveryMs
     this.nextReportAt = Date.now() + reportEveryMs
     this.timer = setInterval(() => this.tick(), Math.min(reportEveryMs || 1000, 1000))
@@ -51,6 +59,7 @@ export class Metering {
     clearInterval(this.timer)
     // No lease is granted after the final return: none is asked from now on.
     this.credits.close()
+    this.limits.close()
     let timer: NodeJS.Timeout | undefined
     const bound = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, waitMs)
@@ -69,6 +78,7 @@ export class Metering {
   private tick(): void {
     const now = Date.now()
     this.credits.sweep()
+    this.limits.sweep()
     const due = this.reportEveryMs > 0 && now >= this.nextReportAt
     if (!due && !this.reporter.returning) return
     if (due) this.nextReportAt = now + this.reportEveryMs

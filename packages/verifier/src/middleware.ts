@@ -39,7 +39,7 @@ export function sendRefusal(res: ServerResponse, refusal: Refusal): void {
 /**
  * A Connect/Express-style middleware `(req, res, next)`: a valid token sets `req.tessera` and
  * calls `next()`; otherwise it answers 401 (no or bad token), 403 (a scope missing, a URL not
- * allowed), 429 (no credits left) or 503 (Tessera cannot be asked) with a JSON `{message, details}` body.
+ * allowed), 429 (no credits left, or over a rate limit) or 503 (Tessera cannot be asked) with a JSON `{message, details}` body.
  */
 export function verifierMiddleware(options: MiddlewareOptions) {
   const { verifier, getToken } = options

@@ -85,4 +85,8 @@ export const defaults = {
   maxPendingRows: 100_000,
   maxLeaseCredits: 1_000,
   firstLeaseCredits: 10,
+  /** Verifications the first rate-limit lease of a token asks for; later ones follow its pace. */
+  firstLeaseLimits: 10,
+  /** The most verifications one rate-limit lease asks for. */
+  maxLeaseLimits: 1_000,
 }

@@ -27,6 +27,7 @@ export const outcomeOfReason: Readonly<Record<FailureReason, number>> = Object.f
   TokenInvalid: 2,
   TokenExpired: 3,
   TokenRevoked: 4,
+  RateLimited: 5,
   UrlNotAllowed: 6,
   IpNotAllowed: 7,
   MissingScope: 8,

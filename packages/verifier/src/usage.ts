@@ -8,6 +8,8 @@ export interface UsageRow {
   /** The token id; '' for a tk, and for what names no token (malformed, invalid strings). */
   token: string
   outcomes: Partial<Record<Outcome, number>>
+  /** `rate_limited` split by the name of the limit that refused; absent when none was. */
+  rate_limited_by?: Record<string, number>
 }
 
 /** Counts of one key in one minute, until the next cut takes them. */
@@ -17,6 +19,8 @@ export interface OpenRow {
   /** The minute's end; 0 once the row is cut into a report (then counting opens a new one). */
   end: number
   readonly counts: Float64Array
+  /** Its rate_limited decisions by the name of the limit that refused (made at the first). */
+  limited: Map<string, number> | undefined
 }
 
 /**
@@ -33,6 +37,8 @@ export class MeterKey {
 }
 
 const minuteMs = 60_000
+/** The index of `rate_limited` in `outcomes`. */
+const rateLimited = outcomes.indexOf('rate_limited')
 
 /**
  * The counts not yet cut into a report, by key and minute. `take()` merges them into rows (keys
@@ -81,6 +87,15 @@ export class UsageCounter {
     if (opened !== undefined) opened.counts[outcome] = 1
   }
 
+  /** Counts one decision refused by the rate limit `name` (rate_limited, split by name). */
+  countLimited(key: MeterKey, name: string, now: number): void {
+    this.count(key, rateLimited, now)
+    const row = key.row
+    if (row === undefined || now >= row.end) return
+    row.limited ??= new Map()
+    row.limited.set(name, (row.limited.get(name) ?? 0) + 1)
+  }
+
   /** Everything counted so far, merged into report rows; counting goes on into a new epoch. */
   take(): UsageRow[] {
     const open = this.open
@@ -91,16 +106,21 @@ export class UsageCounter {
       const name = `${r.start}\n${r.key.account}\n${r.key.token}`
       const known = merged.get(name)
       if (known === undefined) {
-        const row = {
+        const row: UsageRow = {
           minute: new Date(r.start).toISOString(),
           account: r.key.account,
           token: r.key.token,
           outcomes: {},
         }
         merged.set(name, { row, counts: r.counts })
+        if (r.limited !== undefined) row.rate_limited_by = Object.fromEntries(r.limited)
       } else {
         for (let i = 0; i < outcomes.length; i++) {
           known.counts[i] = (known.counts[i] as number) + (r.counts[i] as number)
+        }
+        for (const [limit, n] of r.limited ?? []) {
+          known.row.rate_limited_by ??= {}
+          known.row.rate_limited_by[limit] = (known.row.rate_limited_by[limit] ?? 0) + n
         }
       }
     }
@@ -123,6 +143,7 @@ export class UsageCounter {
       start,
       end: start + minuteMs,
       counts: new Float64Array(outcomes.length),
+      limited: undefined,
     }
     key.row = row
     this.open.push(row)

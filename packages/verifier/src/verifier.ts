@@ -1,5 +1,5 @@
-import { checkCost, costOf, refusals, type Verification, type VerifyOptions } from './answers.js'
-import type { Pool } from './credits.js'
+import { checkCost, refusals, type Verification, type VerifyOptions } from './answers.js'
+import { Decisions } from './decisions.js'
 import { check, type Entry, unavailable } from './entry.js'
 import { EntryCache } from './entry-cache.js'
 import { EventStream } from './event-stream.js'
@@ -29,6 +29,7 @@ export class Verifier {
   private readonly report: (err: Error) => void
   private readonly metering: Metering
   private readonly counter: UsageCounter
+  private readonly decisions: Decisions
   private readonly timeoutMs: number
   private everLive = false
   private live = false
@@ -63,6 +64,7 @@ export class Verifier {
     }
     this.metering = new Metering(this.transport, options, this.report, this.failFastMs)
     this.counter = this.metering.counter
+    this.decisions = new Decisions(this.metering, this.cache, () => this.closed)
     this.stream = new EventStream(
       this.transport,
       {
@@ -85,8 +87,9 @@ export class Verifier {
 
   /**
    * The answer from the cache, synchronously, or undefined when Tessera must be asked (call
-   * verify): the token is not cached, or its credits need a lease. Allocates nothing in the
-   * usual case: answers are shared, frozen objects, and counting increments a number.
+   * verify): the token is not cached, or its rate limits or credits need a lease. Allocates
+   * nothing in the usual case: answers are shared, frozen objects, and counting increments a
+   * number.
    */
   verifyCached(token: string, options?: VerifyOptions): Verification | undefined {
     // A bad cost throws, whatever the token (checked only when one is given: the usual call
@@ -99,11 +102,17 @@ export class Verifier {
     const answer = check(entry, options)
     // The usual case, inline: a valid answer without credits, counted in its minute's row.
     const row = entry.meter?.row
-    if (answer.valid && entry.pool === undefined && row !== undefined && now < row.end) {
+    if (
+      answer.valid &&
+      entry.pool === undefined &&
+      entry.limits === undefined &&
+      row !== undefined &&
+      now < row.end
+    ) {
       row.counts[valid] = (row.counts[valid] as number) + 1
       return answer
     }
-    return this.decide(entry, answer, options, now)
+    return this.decisions.decide(entry, answer, options, now)
   }
 
   /** Verifies a token: from the cache, else by asking Tessera (once for concurrent callers). */
@@ -115,17 +124,13 @@ export class Verifier {
       return refusals.TokenMalformed
     }
     if (this.closed) return refusals.TesseraUnavailable
-    // Cached but short of credits here, or asked now.
+    // Cached but short of a limit's block or of credits here, or asked now.
     const entry = this.cache.get(token) ?? (await this.lookup(token))
     // Closed meanwhile: not decided (nor counted) after the final report.
     if (this.closed) return refusals.TesseraUnavailable
-    const decided = this.decide(entry, check(entry, options), options, Date.now())
+    const decided = this.decisions.decide(entry, check(entry, options), options, Date.now())
     if (decided !== undefined) return decided
-    const spent = await this.metering.credits.spend(entry.pool as Pool, costOf(options))
-    if (spent === 'unavailable') return refusals.TesseraUnavailable
-    const answer = spent === 'spent' ? check(entry, options) : refusals.CreditsExhausted
-    this.count(entry, answer, Date.now())
-    return answer
+    return this.decisions.withLeases(entry, options)
   }
 
   /**
@@ -146,39 +151,6 @@ export class Verifier {
     entry.answer = refusals.TokenExpired
     entry.expiresAt = now + Math.max(this.negativeTtlMs, 60_000)
     return true
-  }
-
-  /** An entry's decision, counted; undefined when its credits need a lease from Tessera. */
-  private decide(
-    entry: Entry,
-    answer: Verification,
-    options: VerifyOptions | undefined,
-    now: number,
-  ): Verification | undefined {
-    const meter = entry.meter
-    if (answer.valid) {
-      const pool = entry.pool
-      if (pool !== undefined && !this.spendHere(pool, options)) {
-        if (!this.metering.credits.empty(pool)) return undefined
-        if (meter !== undefined) this.counter.count(meter, outcomeOfReason.CreditsExhausted, now)
-        return refusals.CreditsExhausted
-      }
-      if (meter !== undefined) this.counter.count(meter, valid, now)
-    } else if (meter !== undefined) {
-      this.counter.count(meter, outcomeOfReason[answer.reason], now)
-    }
-    return answer
-  }
-
-  /** Spends the cost from the leases held here; false when they hold too little. */
-  private spendHere(pool: Pool, options: VerifyOptions | undefined): boolean {
-    const cost = costOf(options)
-    return cost === 0 || this.metering.credits.trySpend(pool, cost)
-  }
-
-  private count(entry: Entry, answer: Verification, now: number): void {
-    if (entry.meter === undefined) return
-    this.counter.count(entry.meter, answer.valid ? valid : outcomeOfReason[answer.reason], now)
   }
 
   /** Settles once the event stream has opened for the first time (answers are cached from then). */
@@ -252,6 +224,7 @@ export class Verifier {
       negativeTtlMs: this.negativeTtlMs,
       meterKey: (account, token) => this.metering.counter.key(account, token),
       pool: (account, token) => this.metering.credits.pool(account, token),
+      limits: (account, token, shape) => this.metering.limits.pool(account, token, shape),
     }
   }
 

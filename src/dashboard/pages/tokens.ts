@@ -2,11 +2,11 @@ import type { FastifyInstance } from 'fastify'
 import type { AccountRecord } from '../../accounts/service.js'
 import type { AppContext } from '../../context.js'
 import type { DashboardDeps } from '../deps.js'
-import { defaultPeriod, periodOf } from '../views/periods.js'
 import { form, formError, holderOf, redirect, sendPage, textOf } from '../reply.js'
 import type { CreditFormValues } from '../views/credits.js'
 import type { FormError } from '../views/forms.js'
 import type { SignedIn } from '../views/layout.js'
+import { defaultPeriod, periodOf } from '../views/periods.js'
 import { tokenPageView } from '../views/token-page.js'
 import {
   deleteView,

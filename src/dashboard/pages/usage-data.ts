@@ -3,6 +3,10 @@ import type { AccountRecord } from '../../accounts/service.js'
 import type { AppContext } from '../../context.js'
 import { ApiError } from '../../errors.js'
 import type { TokenView } from '../../tokens/service.js'
+import { sendPage } from '../reply.js'
+import { messageView } from '../views/auth.js'
+import type { CreditFormValues } from '../views/credits.js'
+import type { FormError } from '../views/forms.js'
 import {
   type Bucket,
   countsOf,
@@ -12,10 +16,6 @@ import {
   type Period,
   periodOf,
 } from '../views/periods.js'
-import { sendPage } from '../reply.js'
-import { messageView } from '../views/auth.js'
-import type { CreditFormValues } from '../views/credits.js'
-import type { FormError } from '../views/forms.js'
 import { tokenName } from '../views/token-name.js'
 import type { LimitedUse } from '../views/usage-limited.js'
 import { rankTokens, type TokenUse } from '../views/usage-page.js'

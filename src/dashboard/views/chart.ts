@@ -1,6 +1,6 @@
 import { type Outcome, outcomes } from '../../usage/outcomes.js'
-import { type Bucket, type Period, sum, totalsOf } from './periods.js'
 import { type Html, html } from './html.js'
+import { type Bucket, type Period, sum, totalsOf } from './periods.js'
 import { count } from './usage.js'
 
 /** Outcomes as people read them, in the order of `outcomes`. */

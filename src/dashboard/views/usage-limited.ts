@@ -1,5 +1,5 @@
-import type { Period } from './periods.js'
 import { html } from './html.js'
+import type { Period } from './periods.js'
 import { count } from './usage.js'
 
 /** Verifications a named limit refused over the period (the usage's split of rate_limited). */

@@ -1,9 +1,9 @@
 import { outcomes } from '../../usage/outcomes.js'
-import { type Bucket, type Period, sum } from './periods.js'
 import { outcomeNames, periodLinks, usageChart } from './chart.js'
 import { accountCreditsCard, type CreditsShown } from './credits.js'
 import { html } from './html.js'
 import { layout, type SignedIn } from './layout.js'
+import { type Bucket, type Period, sum } from './periods.js'
 import { count } from './usage.js'
 import { type LimitedUse, limitedCard } from './usage-limited.js'
 

@@ -1,16 +1,10 @@
 import type { Static } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import type { Actor } from '../../audit/events.js'
 import type { AppContext } from '../../context.js'
-import { ApiError } from '../../errors.js'
-import type { Validation, ValidationCode } from '../../tokens/validator.js'
-import { outcomeOfCode } from '../../usage/attribution.js'
-import { outcomeIndex } from '../../usage/outcomes.js'
+import { introspect } from '../../verification/introspection.js'
 import { forVerifier, operator, tags } from './common.js'
-import { adminErrors, IntrospectBody, Introspection, operatorKey } from './schemas.js'
-
-type Answer = Static<typeof Introspection>
-type Valid = Extract<Validation, { code: 'TokenValid' }>
+import { IntrospectBody, Introspection } from './introspect-schemas.js'
+import { adminErrors, operatorKey } from './schemas.js'
 
 const description = [
   'RFC 7662 token introspection for the APIs behind Tessera: everything a resource server needs',
@@ -32,16 +26,23 @@ const description = [
   'code: "TokenValid", reason: "ip_not_allowed"}`. An expired or revoked string that the account',
   "now holding its name did not make (a deleted account's, or one before the account was",
   'created) adds `unowned: true`: its refusals are counted against nobody.',
+  "Rate limits (docs/ratelimits.md): an active token's introspection is one use of every limit on",
+  "it (its account's, then its own), as retrieve is, before any credit is spent; when a plan, the",
+  'account or the token sets limits, the answer lists them all: `ratelimits: [{name, limit,',
+  'remaining, reset}]` (`reset` in epoch milliseconds). When one has nothing left the answer is',
+  '`{active: false, code: "TokenValid", reason: "rate_limited", ratelimit: "<its name>",',
+  'ratelimits}` and nothing is consumed.',
   'Credits (docs/credits.md): when the token or its account carries credits, an active answer',
   'spends `cost` of both (default 1; 0 spends nothing) and adds `credits: {token?, account?}`,',
-  'the balances after; when either is short, nothing is spent and the answer is `{active:',
-  'false, code: "TokenValid", reason: "credits_exhausted"}`.',
+  'the balances after; when either is short, nothing is spent (the limits it took are given back)',
+  'and the answer is `{active: false, code: "TokenValid", reason: "credits_exhausted"}`.',
   'Every introspection is counted once in the usage by its outcome: valid, malformed, invalid,',
-  'expired, revoked, ip_not_allowed or credits_exhausted; with `count: false` it is not (a',
-  'verifier asks so, as it reports each of its own decisions).',
+  'expired, revoked, ip_not_allowed, rate_limited or credits_exhausted. With `count: false` it is',
+  'not, and its limits are read, never consumed nor refused: `ratelimits` shows them as they',
+  'stand. A verifier asks so, as it reports each of its own decisions and takes every pass from',
+  'rate-limit leases (`POST /admin/v1/ratelimit-leases`), off the same count: a verifier cannot',
+  'pass more than a limit allows, and nothing is counted twice.',
 ].join(' ')
-
-const inactive = (code: Validation['code']): Answer => ({ active: false, code })
 
 /** The first `token`, `token_type_hint`, `ip` and `cost` of a form; nothing else is kept. */
 function formFields(body: string) {
@@ -58,114 +59,9 @@ function formFields(body: string) {
 }
 
 /**
- * The account as the database says it now, when it is there and enabled. The validator reads
- * the instance's account cache, which may lag another instance's change by up to a second; a
- * verifier caches this answer, so it must not describe a token that is no longer good.
+ * `POST /admin/v1/introspect`: a token string as RFC 7662 describes it, for operators only (the
+ * decision is src/verification/introspection.ts'); and the verifiers' rate-limit leases.
  */
-async function current(ctx: AppContext, username: string) {
-  const account = await ctx.accounts.get(username).catch((err: unknown) => {
-    if (err instanceof ApiError && err.kind === 'noSuchUser') return undefined
-    throw err
-  })
-  return account?.disabled === false ? account : undefined
-}
-
-/** A valid pk or sk as its record says it now; revoked if it went since it was validated. */
-async function permanent(ctx: AppContext, validation: Valid): Promise<Answer> {
-  const { principal } = validation
-  const account = await current(ctx, principal.username)
-  if (account === undefined || principal.tokenId === undefined) return inactive('TokenRevoked')
-  const token = await ctx.tokens.get(account, principal.tokenId).catch((err: unknown) => {
-    if (err instanceof ApiError && err.kind === 'notFound') return undefined
-    throw err
-  })
-  if (token === undefined) return inactive('TokenRevoked')
-  // Its end, as a tk's (the verifier keeps its answer no longer): the earlier of its end of
-  // life (expiresAt) and, rolled, its old string's end.
-  const retiresAt = await ctx.tokens.retiresAt(token.id)
-  const expiresAt = token.expiresAt === undefined ? undefined : Date.parse(token.expiresAt)
-  const ends = Math.min(
-    retiresAt ?? Number.POSITIVE_INFINITY,
-    expiresAt ?? Number.POSITIVE_INFINITY,
-  )
-  return {
-    active: true,
-    scope: token.scopes.join(' '),
-    username: account.username,
-    token_type: 'Bearer',
-    ...(ends === Number.POSITIVE_INFINITY ? {} : { exp: Math.floor(ends / 1000) }),
-    iat: Math.floor(Date.parse(token.created) / 1000),
-    client_id: token.client,
-    id: token.id,
-    usage: token.usage,
-    allowedUrls: token.allowedUrls,
-    ...(token.allowedIps === undefined ? {} : { allowedIps: token.allowedIps }),
-    code: 'TokenValid',
-  }
-}
-
-async function describeToken(ctx: AppContext, validation: Valid): Promise<Answer> {
-  const { parsed } = validation
-  if (parsed.usage !== 'tk') return permanent(ctx, validation)
-  const { u, exp, iat, scopes, client } = parsed.payload
-  const account = await current(ctx, u)
-  if (account === undefined || iat < Math.floor(Date.parse(account.created) / 1000)) {
-    return inactive('TokenRevoked')
-  }
-  return {
-    active: true,
-    scope: scopes.join(' '),
-    username: u,
-    token_type: 'Bearer',
-    exp,
-    iat,
-    client_id: client,
-    usage: 'tk',
-    code: 'TokenValid',
-  }
-}
-
-/** The answer to a validation: described, refused for its address, or charged its cost. */
-async function introspect(
-  ctx: AppContext,
-  validation: Validation,
-  { ip, cost = 1 }: Static<typeof IntrospectBody>,
-  actor: Actor,
-): Promise<Answer> {
-  if (validation.code !== 'TokenValid') {
-    // Not the account's that has its name now: a verifier counts it against nobody.
-    const answer = inactive(validation.code)
-    return 'unowned' in validation && validation.unowned ? { ...answer, unowned: true } : answer
-  }
-  // Valid, but not from where the caller's client is (Tessera's allowedIps).
-  const within = validation.principal.allowedIps
-  if (ip !== undefined && within !== undefined && !within(ip)) {
-    return { active: false, code: 'TokenValid', reason: 'ip_not_allowed' }
-  }
-  const answer = await describeToken(ctx, validation)
-  if (!answer.active || answer.username === undefined) return answer
-  const spent = await ctx.credits.spend(answer.username, answer.id, cost, actor)
-  if (spent === undefined) return answer
-  if (!spent.ok) return { active: false, code: 'TokenValid', reason: 'credits_exhausted' }
-  const { token, account } = spent
-  return {
-    ...answer,
-    credits: {
-      ...(token === undefined ? {} : { token }),
-      ...(account === undefined ? {} : { account }),
-    },
-  }
-}
-
-/** The outcome an answer is counted as. */
-const outcomeOf = (answer: Answer): number =>
-  answer.active
-    ? outcomeIndex.valid
-    : answer.reason !== undefined
-      ? outcomeIndex[answer.reason]
-      : outcomeOfCode[answer.code as ValidationCode]
-
-/** `POST /admin/v1/introspect`: a token string as RFC 7662 describes it, for operators only. */
 export function introspectRoutes(app: FastifyInstance, ctx: AppContext): void {
   // Its own context: the form parser serves this route only, never the token API.
   app.register(async (scope) => {
@@ -188,15 +84,8 @@ export function introspectRoutes(app: FastifyInstance, ctx: AppContext): void {
           response: { 200: Introspection, ...adminErrors(422) },
         },
       },
-      async (request) => {
-        const body = request.body as Static<typeof IntrospectBody>
-        const validation = await ctx.tokens.validate(body.token)
-        ctx.metrics.validated(validation)
-        const answer = await introspect(ctx, validation, body, operator(request))
-        // A verifier asks with `count: false`: it reports each of its decisions itself.
-        if (body.count !== false) ctx.usage.countValidation(validation, outcomeOf(answer))
-        return answer
-      },
+      async (request) =>
+        introspect(ctx, request.body as Static<typeof IntrospectBody>, operator(request)),
     )
   })
 }

@@ -14,6 +14,9 @@ import { eventRoutes } from './events.js'
 import { introspectRoutes } from './introspect.js'
 import { leakAdminRoutes } from './leaks.js'
 import { memberRoutes } from './members.js'
+import { ratelimitLeaseRoutes } from './ratelimit-leases.js'
+import { accountRatelimitRoutes } from './ratelimits-accounts.js'
+import { namespaceRatelimitRoutes } from './ratelimits-namespaces.js'
 import { adminTag, securitySchemes } from './schemas.js'
 import { tokenPolicyRoutes } from './token-policy.js'
 import { accountTokenRoutes } from './tokens.js'
@@ -103,6 +106,7 @@ export function adminRoutes(app: FastifyInstance, ctx: AppContext): void {
       accountTokenRoutes(admin, ctx)
       auditRoutes(admin, ctx)
       introspectRoutes(admin, ctx)
+      ratelimitLeaseRoutes(admin, ctx)
       eventRoutes(admin, ctx)
       webhookRoutes(admin, ctx)
       memberRoutes(admin, ctx)
@@ -110,6 +114,8 @@ export function adminRoutes(app: FastifyInstance, ctx: AppContext): void {
       usageRoutes(admin, ctx)
       creditsRoutes(admin, ctx)
       tokenPolicyRoutes(admin, ctx)
+      accountRatelimitRoutes(admin, ctx)
+      namespaceRatelimitRoutes(admin, ctx)
     },
     { prefix: '/admin/v1' },
   )

@@ -16,7 +16,8 @@ export const adminTag = {
     'or one made by `tessera admin-key create`). Without a valid key every route, and every',
     'unknown path under `/admin/v1`, answers 401 `{"message":"Unauthorized"}`.',
     "A key has a scope, and each route names the one it needs as its security requirement's",
-    'role: `admin` (every route) or `verifier` (introspection, credit leases, usage reports, the',
+    'role: `admin` (every route) or `verifier` (introspection, credit and rate-limit leases, the',
+    "namespace API's limit requests, usage reports, the",
     "event stream: what `@tessera/verifier` needs). A route outside the key's scope answers 403",
     '`{"message":"the operator key\'s scope does not allow this"}`, before its input is read.',
     'Errors are JSON `{"message"}` with an optional `details` sentence: 404 `No such user` (no',
@@ -145,96 +146,6 @@ export const AuditEventObject = Type.Object({
   address: Type.Optional(Type.String()),
   requestId: Type.Optional(Type.String()),
   details: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-})
-
-export const IntrospectBody = Type.Object(
-  {
-    token: Type.String({ minLength: 1, ...resources, description: 'The token string to check' }),
-    token_type_hint: Type.Optional(
-      Type.String({ ...resources, description: 'Accepted and ignored (RFC 7662)' }),
-    ),
-    ip: Type.Optional(
-      Type.String({
-        ...resources,
-        maxLength: 64,
-        description: "Tessera: the caller's client address, checked against the token's allowedIps",
-      }),
-    ),
-    cost: Type.Optional(
-      Type.Integer({
-        ...resources,
-        minimum: 0,
-        maximum: Number.MAX_SAFE_INTEGER,
-        description: 'Tessera: the credits this use spends (default 1; 0 spends none)',
-      }),
-    ),
-    count: Type.Optional(
-      Type.Boolean({
-        ...resources,
-        description:
-          'Tessera: count this check in the usage (default true); a verifier sends false, as it reports its own decisions',
-      }),
-    ),
-  },
-  resources,
-)
-
-/**
- * RFC 7662's answer plus Tessera's `id`, `usage`, `allowedUrls` and retrieve `code`, in the
- * order they are written; an inactive token has `active` and `code` only (and `unowned` or
- * `reason` when it has one).
- */
-export const Introspection = Type.Object({
-  active: Type.Boolean(),
-  code: Type.String({
-    description:
-      'What retrieve says of the same string: TokenValid when active, otherwise ' +
-      'TokenMalformed, TokenInvalid, TokenExpired or TokenRevoked',
-  }),
-  scope: Type.Optional(Type.String({ description: 'The scopes, space-separated' })),
-  username: Type.Optional(Type.String({ description: 'The account' })),
-  token_type: Type.Optional(Type.Literal('Bearer')),
-  exp: Type.Optional(
-    Type.Integer({
-      description:
-        "Expiry, epoch seconds: a tk's; a pk's or sk's end when it has one (the earlier of " +
-        'its expiresAt and, rolled, the end of its old string)',
-    }),
-  ),
-  iat: Type.Optional(
-    Type.Integer({ description: 'tk: issued at; pk and sk: created at; epoch seconds' }),
-  ),
-  client_id: Type.Optional(
-    Type.String({ description: "The token's `client`, as token objects and retrieve say it" }),
-  ),
-  id: Type.Optional(Type.String({ description: 'pk and sk: the token id; a tk carries none' })),
-  usage: Type.Optional(Type.Union([Type.Literal('pk'), Type.Literal('sk'), Type.Literal('tk')])),
-  allowedUrls: Type.Optional(
-    Type.Array(Type.String(), { description: 'pk and sk: only when the token is restricted' }),
-  ),
-  allowedIps: Type.Optional(
-    Type.Array(Type.String(), { description: 'pk and sk: only when restricted to IP ranges' }),
-  ),
-  unowned: Type.Optional(
-    Type.Literal(true, {
-      description:
-        'TokenExpired or TokenRevoked of a string not made in the account that has its name ' +
-        'now (none, or a later one): counted against nobody, not the account it names',
-    }),
-  ),
-  reason: Type.Optional(
-    Type.Union([Type.Literal('ip_not_allowed'), Type.Literal('credits_exhausted')], {
-      description:
-        'Inactive although valid: `ip_not_allowed`, `ip` was given and is outside its ' +
-        'allowedIps; `credits_exhausted`, the token or its account has less than `cost` left',
-    }),
-  ),
-  credits: Type.Optional(
-    Type.Object(
-      { token: Type.Optional(Type.Integer()), account: Type.Optional(Type.Integer()) },
-      { description: "A metered token: the balances after this use (the token's, the account's)" },
-    ),
-  ),
 })
 
 export const MemberParams = Type.Object({ username: Type.String(), login: Type.String() })

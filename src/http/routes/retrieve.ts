@@ -2,8 +2,8 @@ import type { FastifyInstance } from 'fastify'
 import type { AppContext } from '../../context.js'
 import type { Validation as Checked } from '../../tokens/validator.js'
 import { answerRetrieve } from '../ahead/answers.js'
-import { handedOver } from '../handover.js'
 import { accessToken, andThen } from '../guard.js'
+import { handedOver } from '../handover.js'
 import { AccessTokenQuery, errorResponses, Validation } from '../schemas.js'
 
 /** Retrieve through Fastify: what the fast path (ahead/retrieve.ts) leaves to it. */
