@@ -4,7 +4,6 @@ import type { Verdict } from '../verification/checkpoint.js'
 
 /** Where the rate limit's headers go: a Fastify reply, or the fast path's header list. */
 export interface HeaderSink {
-  headers(values: Record<string, string>): unknown
   header(name: string, value: string): unknown
 }
 
@@ -65,14 +64,13 @@ export function writeLimits(sink: HeaderSink, verdict: Verdict, enforce = true):
   const requests = textsOf(verdict.requestsRule as NamedLimit)
   const closest = textsOf(verdict.applied.rule)
   const seconds = Math.max(0, Math.ceil((result.reset - at) / 1000))
-  // Lowercase names and string values (see app.ts): headers are dear on this path.
-  sink.headers({
-    'x-rate-limit-interval': requests.interval,
-    'x-rate-limit-limit': requests.limit,
-    'x-rate-limit-reset': resetText(verdict.requests.reset),
-    'ratelimit-policy': closest.policy,
-    ratelimit: `${closest.named}${result.remaining};t=${seconds}`,
-  })
+  // Lowercase names and string values (see app.ts), one call each (no object to walk): headers
+  // are dear on this path.
+  sink.header('x-rate-limit-interval', requests.interval)
+  sink.header('x-rate-limit-limit', requests.limit)
+  sink.header('x-rate-limit-reset', resetText(verdict.requests.reset))
+  sink.header('ratelimit-policy', closest.policy)
+  sink.header('ratelimit', `${closest.named}${result.remaining};t=${seconds}`)
   if (verdict.allowed || !enforce) return
   sink.header('retry-after', String(Math.max(1, seconds)))
   throw new ApiError('tooManyRequests')
