@@ -61,8 +61,10 @@ const resetText = (resetMs: number) => {
  */
 export function writeLimits(sink: HeaderSink, verdict: Verdict, enforce = true): void {
   const { result, at } = verdict
-  const requests = textsOf(verdict.requestsRule as NamedLimit)
   const closest = textsOf(verdict.applied.rule)
+  // Most often the same limit (`requests` alone): one lookup.
+  const rule = verdict.requestsRule as NamedLimit
+  const requests = rule === verdict.applied.rule ? closest : textsOf(rule)
   const seconds = Math.max(0, Math.ceil((result.reset - at) / 1000))
   // Lowercase names and string values (see app.ts), one call each (no object to walk): headers
   // are dear on this path.
