@@ -1,13 +1,13 @@
 // The floor: a bare Fastify HTTPS server with one route answering a JSON body of a requested
 // size. What the framework itself costs to answer a request; Tessera is measured against it.
 // Arguments: cert file, key file, port, then any of these flags:
-// - `headers`: also send the seven headers Tessera sends on every response (CORS 2, Mapbox's
-//   rate limit 3, the IETF RateLimit-Policy and RateLimit), to measure what they cost alone;
+// - `headers`: also send the headers Tessera sends on every response (CORS 2, nosniff, HSTS over
+//   TLS, Mapbox's rate limit 3, the IETF RateLimit-Policy and RateLimit), to measure their cost;
 // - `plain`: plain HTTP (the cert and key are then ignored, pass `-`), as Tessera behind a
 //   TLS-terminating proxy (TRUST_PROXY) serves;
 // - `raw`: no framework at all, a bare `node:https` (or `node:http` with `plain`) server answering
-//   the same body with the headers a retrieve carries (CORS 2, rate limit 5, content type and
-//   length): the least a Node process can do per request, the second floor of `npm run bench`;
+//   the same body with the headers a retrieve carries (CORS 2, nosniff, HSTS, rate limit 5,
+//   content type and length): the least a Node process can do per request, the second floor of `npm run bench`;
 // - `workers=N`: N worker processes (node:cluster) sharing the socket, handed connections
 //   round-robin by the primary, as `tessera serve --workers N` does; `floor ready <port>` is
 //   printed once all of them listen.
@@ -22,10 +22,13 @@ const headers = flags.includes('headers')
 const plain = flags.includes('plain')
 const workers = Number(flags.find((f) => f.startsWith('workers='))?.slice('workers='.length) ?? 0)
 const raw = flags.includes('raw')
+/** What every Tessera answer starts with: CORS, nosniff, and HSTS over TLS (src/http/headers.ts). */
 const cors = {
   'access-control-allow-origin': '*',
   'access-control-expose-headers':
     'Link, X-Rate-Limit-Interval, X-Rate-Limit-Limit, X-Rate-Limit-Reset, RateLimit-Policy, RateLimit, Retry-After',
+  'x-content-type-options': 'nosniff',
+  ...(plain ? {} : { 'strict-transport-security': 'max-age=63072000' }),
 }
 const policy = '"requests";q=1000000000;w=60'
 let served = 0

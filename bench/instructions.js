@@ -302,12 +302,12 @@ async function main() {
     const all = [
       { name: floorName, server: floor(), load: { route: '/floor/103' } },
       {
-        name: 'floor + the 7 headers Tessera sends',
+        name: 'floor + the 9 headers Tessera sends',
         server: floor(['headers']),
         load: { route: '/floor/103' },
       },
       {
-        name: 'raw floor (node:https alone, the same body and 7 headers)',
+        name: 'raw floor (node:https alone, the same body and 9 headers)',
         server: floor(['raw']),
         load: { route: '/floor/103' },
       },

@@ -16,7 +16,8 @@ import { adminDocs, adminRoutes } from './http/admin/routes.js'
 import { answerAhead } from './http/ahead/front.js'
 import { parseQuery } from './http/ahead/query.js'
 import { docsPage } from './http/docs-page.js'
-import { guard, rateLimitHeaders } from './http/guard.js'
+import { guard } from './http/guard.js'
+import { firstHeaders, withoutCors } from './http/headers.js'
 import { closeSilentConnections, fastifyLimits, limits, nodeServerOptions } from './http/limits.js'
 import { openapi } from './http/openapi.js'
 import { OverloadDetector } from './http/overload.js'
@@ -37,8 +38,6 @@ declare module 'fastify' {
     readonly publicUrl: string
   }
 }
-
-const exposed = ['Link', ...rateLimitHeaders].join(', ')
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,64}$/
 
@@ -107,10 +106,9 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
   app.setValidatorCompiler(validatorCompiler)
   readJsonBodies(app)
 
-  // Lowercase names and string values: Node and Fastify take them as they are, which halves
-  // the cost of the headers every response carries.
-  const cors = { 'access-control-allow-origin': '*', 'access-control-expose-headers': exposed }
-  refuseEarly(app, ctx, overload, cors)
+  // CORS, nosniff, and HSTS where the client came over HTTPS (here, or to TRUST_PROXY's proxy).
+  const first = firstHeaders(options.https !== undefined || ctx.config.http.trustProxy)
+  refuseEarly(app, ctx, overload, first)
   // Retrieve and create skip Fastify's work whenever they can (http/ahead/), and leave to it
   // every request the hook above would refuse, and those that come while it closes.
   let closing = false
@@ -121,7 +119,7 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
   answerAhead(app.server, {
     ctx,
     parseQuery,
-    cors,
+    first,
     refusing: () => !ctx.ready || overload.shedding || closing,
     trustProxy: ctx.config.http.trustProxy,
     requestLog: requestLogging ? app.log : undefined,
@@ -181,10 +179,8 @@ function createFastify(
     // A URL the router cannot even decode names no user and no token.
     frameworkErrors: (_error, _request, reply) => {
       const notFound = new ApiError('notFound')
-      ;(reply as FastifyReply)
-        .code(notFound.statusCode)
-        .header('Access-Control-Allow-Origin', '*')
-        .send(notFound.toJSON())
+      const first = firstHeaders(options.https !== undefined || http.trustProxy)
+      ;(reply as FastifyReply).code(notFound.statusCode).headers(first).send(notFound.toJSON())
     },
   }) as unknown as FastifyInstance
 }
@@ -224,11 +220,11 @@ function refuseEarly(
   app: FastifyInstance,
   ctx: AppContext,
   overload: OverloadDetector,
-  cors: Record<string, string>,
+  first: Record<string, string>,
 ) {
   const { http } = ctx.config
   app.addHook('onRequest', (request, reply, done) => {
-    reply.headers(cors)
+    reply.headers(first)
     // Load balancers probe the instance itself, over plain HTTP, and ask when it is not ready.
     if (http.trustProxy && request.headers['x-forwarded-proto'] !== 'https' && !isProbe(request)) {
       return done(new ApiError('httpsRequired'))
@@ -244,8 +240,13 @@ function refuseEarly(
   })
 }
 
+/** The admin API's paths (the router also takes doubled slashes): no CORS there. */
+const adminPath = /^\/+admin\/v1(?:[/?]|$)/
+
 function answerPreflight(app: FastifyInstance) {
   app.options('*', async (request, reply) => {
+    // An operator key belongs on servers: a browser is granted nothing on the admin API.
+    if (adminPath.test(request.url)) return withoutCors(reply).code(204).send()
     reply
       .code(204)
       .header('Access-Control-Allow-Methods', 'GET, POST, PATCH, DELETE, OPTIONS')

@@ -24,6 +24,7 @@ import { PasskeyService } from './people/passkeys.js'
 import { SessionService } from './people/sessions.js'
 import { type IpcChannel, PrimaryAttempts } from './ratelimit/attempts.js'
 import { limiterOf } from './ratelimit/choose.js'
+import { LeasingRateLimiter } from './ratelimit/leases.js'
 import type { RateLimiter } from './ratelimit/limiter.js'
 import { requestsLimit } from './ratelimit/named.js'
 import { ScopeCatalog } from './scopes/catalog.js'
@@ -172,11 +173,12 @@ function buildServices(
   const { cache, directory, changes } = followed
   const { now, primary } = overrides
   const rateLimiter = limiterOf(config, log, primary)
+  const leasing = rateLimiter instanceof LeasingRateLimiter ? rateLimiter : undefined
   const book = new LimitBook(catalog, requestsLimit(config.rateLimitPerMinute))
   const metrics = new Metrics({
     cache,
     changeDelays: followed.delays,
-    rateLimiter,
+    leases: leasing && { counter: config.redis ? 'redis' : 'worker', figures: leasing },
     limitVerdicts: book.byName,
     feedLive: followed.feedLive,
     ready: opened.ready,

@@ -8,6 +8,7 @@ import { type Config, ConfigError, systemReason } from './config.js'
 import { type AppContext, createContext, type Overrides } from './context.js'
 import { createLogger } from './http/logging.js'
 import { listenMetrics, type MetricsListener } from './metrics/listener.js'
+import { keyMismatch, serverTlsOptions } from './tls/profile.js'
 import { ensureSelfSigned } from './tls/self-signed.js'
 
 export interface Running {
@@ -21,9 +22,12 @@ export interface Running {
   close(): Promise<void>
 }
 
-/** The certificate and key to serve, read and checked before anything else starts. */
+/**
+ * The certificate and key to serve, read and checked before anything else starts, with the
+ * protocol versions and suites of TLS_MIN_VERSION and TLS_CIPHERS (src/tls/profile.ts).
+ */
 export function loadTls(config: Config): {
-  https: { cert: Buffer; key: Buffer }
+  https: { cert: Buffer; key: Buffer } & ReturnType<typeof serverTlsOptions>
   certFile: string
 } {
   const { tls } = config.http
@@ -40,7 +44,11 @@ export function loadTls(config: Config): {
       throw new ConfigError(`${name} cannot be read: ${file}: ${systemReason(err)}`)
     }
   }
-  const https = { cert: read('TLS_CERT', files.certFile), key: read('TLS_KEY', files.keyFile) }
+  const https = {
+    ...serverTlsOptions(config.http.tlsProfile),
+    cert: read('TLS_CERT', files.certFile),
+    key: read('TLS_KEY', files.keyFile),
+  }
   try {
     createSecureContext(https)
   } catch (err) {
@@ -48,6 +56,8 @@ export function loadTls(config: Config): {
       `TLS_CERT and TLS_KEY are not a PEM certificate and its key: ${firstLine(err)}`,
     )
   }
+  const mismatch = keyMismatch(config.http.tlsProfile, https.key)
+  if (mismatch) throw new ConfigError(mismatch)
   return { https, certFile: files.certFile }
 }
 

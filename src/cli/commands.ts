@@ -6,6 +6,7 @@ import { configuredOrigin, type toConfig } from '../config.js'
 import type { AppContext } from '../context.js'
 import { auditRepo } from '../db/audit.js'
 import { ApiError } from '../errors.js'
+import { endOption, inFlags } from './ends.js'
 
 /** A command that cannot do what it was asked (an unknown id): one line, exit status 1. */
 export class CommandError extends Error {}
@@ -40,6 +41,7 @@ export interface Args {
     'pk-allowed-urls'?: boolean
     'idle-days'?: string
     'roll-grace-max-hours'?: string
+    workers?: string
   }
 }
 
@@ -134,16 +136,19 @@ export const accountCommand: Group = async (ctx, config, { positionals, values }
   return undefined
 }
 
-/** `tessera token roll|create <username> ...`. */
+/** `tessera token roll|create <username> ...`: the API's field names said as the flags. */
 export const tokenCommand: Group = async (ctx, _config, { positionals, values }) => {
-  const [, sub, arg, tokenId] = positionals
-  if (arg === undefined) return undefined
+  const [, sub, arg, tokenId, extra] = positionals
+  if (arg === undefined || extra !== undefined) return undefined
+  const now = ctx.tokens.now()
   if (sub === 'roll' && tokenId) {
     const account = await accountNamed(ctx, arg)
     const holder = ctx.accounts.holder(account)
-    return ctx.tokens.roll(account, holder, tokenId, { expires: values.expires }, cliActor)
+    const expires = endOption('--expires', values.expires, now)
+    const roll = () => ctx.tokens.roll(account, holder, tokenId, { expires }, cliActor)
+    return inFlags({ expires: '--expires' }, roll)
   }
-  if (sub !== 'create') return undefined
+  if (sub !== 'create' || tokenId !== undefined) return undefined
   const account = await accountNamed(ctx, arg)
   const scopes =
     values.scopes
@@ -154,7 +159,8 @@ export const tokenCommand: Group = async (ctx, _config, { positionals, values })
     scopes,
     note: values.note,
     allowedUrls: values['allowed-url'] ?? null,
-    expiresAt: values['expires-at'],
+    expiresAt: endOption('--expires-at', values['expires-at'], now),
   }
-  return ctx.tokens.create(account, ctx.accounts.holder(account), input, cliActor)
+  const create = () => ctx.tokens.create(account, ctx.accounts.holder(account), input, cliActor)
+  return inFlags({ expiresAt: '--expires-at' }, create)
 }

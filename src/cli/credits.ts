@@ -52,11 +52,13 @@ export const creditsCommand: Group = async (ctx, _config, { positionals, values 
     values.token === undefined
       ? { account: username }
       : { account: username, tokenId: values.token }
-  const whose = values.token === undefined ? 'the account' : 'the token'
   if (sub === 'show' && arg === undefined) {
+    // No credits is no limit, an answer rather than a failure: scripts read `credits` null.
     const credits = await ctx.credits.get(target)
-    if (credits === undefined) throw new ApiError('notFound', `${whose} carries no credits`)
-    return credits
+    if (credits !== undefined) return credits
+    return values.token === undefined
+      ? { account: username, credits: null }
+      : { account: username, token: values.token, credits: null }
   }
   if (sub === 'set' && arg !== undefined) {
     const remaining = whole('remaining', arg, 0)

@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util'
 import { adminKeyEntry, newAdminKey } from '../admin/keys.js'
 import { readEnv, toConfig } from '../config.js'
 import { type AppContext, createContext } from '../context.js'
@@ -6,6 +5,7 @@ import { ApiError, personText } from '../errors.js'
 import { describeFailure } from '../failure.js'
 import { serve } from '../server.js'
 import { formatSigningKeys, Keyring, newSigningKey, parseSigningKeys } from '../tokens/keyring.js'
+import { readArgs, UsageError } from './args.js'
 import {
   accountCommand,
   adminKeyCommand,
@@ -30,11 +30,15 @@ const usage = `usage: tessera <command>
   account create <username> [--plan P] [--feature F]...
   account invite <username>                   a new dashboard setup link (voids older ones)
   token create <username> [--scopes a,b] [--note N] [--allowed-url U]... [--expires-at T]
-                                              T: the token's end of life (ISO 8601, Tessera)
+                                              T: the token's end of life: a date (2026-12-10,
+                                              its start, 00:00 UTC), a duration from now (90m,
+                                              12h, 30d, 2w) or an ISO 8601 timestamp
   token roll <username> <token id> [--expires T]
                                               a new token in its place; the old string works
-                                              until T (at most 24 hours ahead), else stops now
-  credits show <username> [--token ID]        the credits of the account (or one of its tokens)
+                                              until T (as --expires-at; at most 24 hours
+                                              ahead), else stops now
+  credits show <username> [--token ID]        the credits of the account (or one of its tokens);
+                                              without: {"account", "credits": null}
   credits set <username> <remaining> [--token ID] [--refill daily|monthly|none]
               [--amount N] [--day D]          a new balance from now; a refill sets it to N
                                               at 00:00 UTC (monthly: on day D, 1-28, default 1)
@@ -76,44 +80,9 @@ Configuration comes from the environment (and .env), as for the server. Operator
 hashed in DATA_DIR/admin-keys.json; with ADMIN_KEYS set, they are that list instead, and
 admin-key create prints the new value of ADMIN_KEYS to set on every instance.`
 
-class UsageError extends Error {}
-
 const print = (value: unknown): void => {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`)
 }
-
-const parse = (argv: string[]) =>
-  parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      plan: { type: 'string' },
-      feature: { type: 'string', multiple: true },
-      scopes: { type: 'string' },
-      scope: { type: 'string' },
-      note: { type: 'string' },
-      'allowed-url': { type: 'string', multiple: true },
-      'expires-at': { type: 'string' },
-      action: { type: 'string' },
-      events: { type: 'string' },
-      since: { type: 'string' },
-      until: { type: 'string' },
-      limit: { type: 'string' },
-      start: { type: 'string' },
-      role: { type: 'string' },
-      expires: { type: 'string' },
-      token: { type: 'string' },
-      refill: { type: 'string' },
-      amount: { type: 'string' },
-      day: { type: 'string' },
-      'max-sk-lifetime-days': { type: 'string' },
-      'pk-allowed-urls': { type: 'boolean' },
-      'idle-days': { type: 'string' },
-      'roll-grace-max-hours': { type: 'string' },
-      workers: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  })
 
 /** The commands that run on the services, by their first word. */
 const groups = new Map<string, Group>([
@@ -129,17 +98,18 @@ const groups = new Map<string, Group>([
 ])
 
 async function run(argv: string[]): Promise<void> {
-  const args = parse(argv)
-  const [command, sub] = args.positionals
-  if (args.values.help || command === undefined) {
+  const line = readArgs(argv)
+  if (line.help) {
     process.stdout.write(`${usage}\n`)
     return
   }
+  const { command, args } = line
+  const [first] = args.positionals
   const { workers } = args.values
   const config = toConfig({ ...readEnv(), ...(workers === undefined ? {} : { WORKERS: workers }) })
-  if (command === 'serve') return serve(config)
-  if (command === 'keys' && sub === 'rotate') return print(await rotateKeys(config))
-  if (command === 'admin-key' && sub === 'create' && config.adminKeys !== undefined) {
+  if (command.words === 'serve') return serve(config)
+  if (command.words === 'keys rotate') return print(await rotateKeys(config))
+  if (command.words === 'admin-key create' && config.adminKeys !== undefined) {
     // As for SIGNING_KEYS: the environment cannot be written back; nothing is stored.
     const made = newAdminKey(Date.now(), scopeOption(args.values.scope))
     const entry = adminKeyEntry(made.id, made.scope, made.key)
@@ -147,9 +117,10 @@ async function run(argv: string[]): Promise<void> {
   }
   const ctx = await createContext(config)
   try {
-    if (command === 'migrate') return print({ migrated: true })
-    const done = await groups.get(command)?.(ctx, config, args)
-    if (done === undefined) throw new UsageError(usage)
+    if (command.words === 'migrate') return print({ migrated: true })
+    const done = await groups.get(first as string)?.(ctx, config, args)
+    // The words name a command, but not its arguments: its own usage line.
+    if (done === undefined) throw new UsageError(`usage: tessera ${command.usage}`)
     print(done)
   } finally {
     await ctx.close()
@@ -184,10 +155,7 @@ export async function main(argv = process.argv.slice(2)): Promise<number> {
     return 0
   } catch (err) {
     const known =
-      err instanceof UsageError ||
-      err instanceof CommandError ||
-      err instanceof ApiError ||
-      (err as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION'
+      err instanceof UsageError || err instanceof CommandError || err instanceof ApiError
     // A service's refusal and a contract error say what the error table has them say.
     const text = err instanceof ApiError ? personText(err, 'line') : (err as Error).message
     // Configuration and the world around (files, ports, the database): one line. A bug: its stack.

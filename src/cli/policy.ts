@@ -1,5 +1,6 @@
 import { cliActor } from '../audit/events.js'
 import type { Args, Group } from './commands.js'
+import { inFlags } from './ends.js'
 
 /** An option's text as the number it spells, or as it is (the service says what is wrong). */
 const number = (text: string | undefined) =>
@@ -17,6 +18,14 @@ function policyOf(values: Args['values']): Record<string, unknown> {
   return policy
 }
 
+/** The policy's keys as `policy set` spells them. */
+const flags = {
+  maxSkLifetimeDays: '--max-sk-lifetime-days',
+  pkAllowedUrls: '--pk-allowed-urls',
+  idleDays: '--idle-days',
+  rollGraceMaxHours: '--roll-grace-max-hours',
+}
+
 /**
  * `tessera policy show|set <username> [...]`: the account's token policy (docs/token-policy.md),
  * the same service as the admin API's, a change audited as the CLI's. `set` replaces the
@@ -26,6 +35,7 @@ export const policyCommand: Group = async (ctx, _config, { positionals, values }
   const [, sub, username, extra] = positionals
   if (username === undefined || extra !== undefined) return undefined
   if (sub === 'show') return ctx.accounts.tokenPolicy(await ctx.accounts.get(username))
-  if (sub === 'set') return ctx.accounts.setTokenPolicy(username, policyOf(values), cliActor)
-  return undefined
+  if (sub !== 'set') return undefined
+  const set = () => ctx.accounts.setTokenPolicy(username, policyOf(values), cliActor)
+  return inFlags(flags, set)
 }

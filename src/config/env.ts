@@ -7,6 +7,8 @@ const names = [
   'DATA_DIR',
   'TLS_CERT',
   'TLS_KEY',
+  'TLS_MIN_VERSION',
+  'TLS_CIPHERS',
   'TRUST_PROXY',
   'PUBLIC_URL',
   'SIGNING_KEYS',

@@ -1,4 +1,11 @@
 import { isIP } from 'node:net'
+import {
+  defaultTlsProfile,
+  type TlsProfile,
+  type TlsVersion,
+  tlsVersions,
+  unknownCipher,
+} from '../tls/profile.js'
 import type { Env } from './env.js'
 import { ConfigError } from './error.js'
 import { integer, parseUrl } from './values.js'
@@ -20,6 +27,8 @@ export interface HttpConfig {
   /** Origin written into Link headers; undefined means https://HOST:<listening port>. */
   publicUrl?: string
   tls?: { cert: string; key: string }
+  /** The protocol versions and TLS 1.2 suites offered (TLS_MIN_VERSION, TLS_CIPHERS). */
+  tlsProfile: TlsProfile
 }
 
 /** Names proxy-addr (Fastify's trustProxy) gives to address ranges. */
@@ -73,7 +82,36 @@ function publicUrl(value: string | undefined): string | undefined {
   return value.replace(/\/+$/, '')
 }
 
-/** HOST, PORT, TLS_CERT and TLS_KEY, TRUST_PROXY, PUBLIC_URL. */
+/**
+ * TLS_MIN_VERSION (TLSv1.2 or TLSv1.3) and TLS_CIPHERS (TLS 1.2 suites, OpenSSL names separated
+ * by colons or commas); unset, Mozilla's intermediate profile.
+ */
+function tlsProfile(env: Env): TlsProfile {
+  const minVersion = env.TLS_MIN_VERSION ?? defaultTlsProfile.minVersion
+  if (!tlsVersions.includes(minVersion as TlsVersion)) {
+    throw new ConfigError(`TLS_MIN_VERSION must be TLSv1.2 or TLSv1.3, got "${minVersion}"`)
+  }
+  if (env.TLS_CIPHERS === undefined) {
+    return { minVersion: minVersion as TlsVersion, ciphers: defaultTlsProfile.ciphers }
+  }
+  if (minVersion === 'TLSv1.3') {
+    throw new ConfigError(
+      'TLS_CIPHERS names TLS 1.2 suites, and TLS_MIN_VERSION=TLSv1.3 turns 1.2 off',
+    )
+  }
+  const ciphers = env.TLS_CIPHERS.split(/[:,]/)
+    .map((name) => name.trim())
+    .filter((name) => name !== '')
+  const bad = ciphers.length === 0 ? env.TLS_CIPHERS : unknownCipher(ciphers)
+  if (bad !== undefined) {
+    throw new ConfigError(
+      `TLS_CIPHERS: not a TLS 1.2 cipher suite (OpenSSL name, e.g. ECDHE-ECDSA-AES128-GCM-SHA256): "${bad}"`,
+    )
+  }
+  return { minVersion: 'TLSv1.2', ciphers }
+}
+
+/** HOST, PORT, TLS_CERT and TLS_KEY, TLS_MIN_VERSION and TLS_CIPHERS, TRUST_PROXY, PUBLIC_URL. */
 export function httpConfig(env: Env): HttpConfig {
   const port = integer('PORT', env.PORT, 8443, 0, 65535)
   if ((env.TLS_CERT === undefined) !== (env.TLS_KEY === undefined)) {
@@ -87,6 +125,7 @@ export function httpConfig(env: Env): HttpConfig {
     proxy,
     publicUrl: publicUrl(env.PUBLIC_URL),
     tls: env.TLS_CERT && env.TLS_KEY ? { cert: env.TLS_CERT, key: env.TLS_KEY } : undefined,
+    tlsProfile: tlsProfile(env),
   }
 }
 

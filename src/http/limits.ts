@@ -1,4 +1,5 @@
 import type { Server, Socket } from 'node:net'
+import type { TLSSocket } from 'node:tls'
 import type { FastifyServerOptions } from 'fastify'
 
 /**
@@ -72,10 +73,14 @@ export function clientErrorHandler(err: Error & { code?: string }, socket: Socke
   }
   const status = statusOf(err.code)
   const body = JSON.stringify({ message: statusTexts[status] })
+  // As every answer (http/headers.ts): nosniff, and HSTS over TLS.
+  const tls = (socket as Partial<TLSSocket>).encrypted === true
   socket.end(
     `HTTP/1.1 ${status} ${statusTexts[status]}\r\nConnection: close\r\n` +
       'Content-Type: application/json; charset=utf-8\r\n' +
-      `Access-Control-Allow-Origin: *\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      'Access-Control-Allow-Origin: *\r\nX-Content-Type-Options: nosniff\r\n' +
+      (tls ? 'Strict-Transport-Security: max-age=63072000\r\n' : '') +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   )
 }
 

@@ -187,7 +187,7 @@ describe.skipIf(!available)('the Usage page', () => {
   /** Per column, the CSV's rows added up (zeros left out, as the admin API does). */
   const columnSums = (csv: string) => {
     const sums: Record<string, number> = {}
-    for (const line of csv.trim().split('\n').slice(1)) {
+    for (const line of csv.trim().split('\r\n').slice(1)) {
       for (const [i, n] of line.split(',').slice(1).entries()) {
         const name = outcomes[i] as string
         if (Number(n) > 0) sums[name] = (sums[name] ?? 0) + Number(n)
@@ -199,7 +199,7 @@ describe.skipIf(!available)('the Usage page', () => {
   /** The chart, the table and the CSV of the period shown agree with the admin API. */
   async function expectPeriodAgrees(resolution: 'hour' | 'day', buckets: number) {
     const csv = await download()
-    const lines = csv.text.trim().split('\n')
+    const lines = csv.text.trim().split('\r\n')
     expect(lines[0]).toBe(`start,${outcomes.join(',')}`)
     expect(lines).toHaveLength(buckets + 1)
     const from = (lines[1] ?? '').split(',')[0] as string

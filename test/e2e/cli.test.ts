@@ -95,7 +95,7 @@ describe('the tessera command', () => {
     [['account', 'create', 'x', '--plan', 'gold'], 1, /no such plan: gold/],
     [['token', 'create', 'nobody'], 1, /no such account: nobody/],
     [['token', 'create', 'cli-user', '--scopes', 'nope'], 1, /scopes are invalid/],
-    [['frobnicate'], 2, /usage: tessera/],
+    [['frobnicate'], 2, /^tessera: unknown command frobnicate; the commands are serve, /],
   ])('%j exits %i with a message on stderr', async (args, code, message) => {
     const res = await tessera(args, { DATA_DIR })
     expect(res.code).toBe(code)

@@ -71,9 +71,9 @@ describe('tessera credits', () => {
       stderr: '',
     })
     expect(await tessera(['credits', 'show', 'acme'])).toEqual({
-      code: 1,
-      json: undefined,
-      stderr: 'tessera: Not found: the account carries no credits\n',
+      code: 0,
+      json: { account: 'acme', credits: null },
+      stderr: '',
     })
     const audit = await tessera(['audit', 'acme', '--action', 'credits.changed'])
     expect(audit.json.map((e: { details: { operation: string } }) => e.details.operation)).toEqual([

@@ -64,12 +64,12 @@ describe('tessera policy', () => {
       code: 1,
       json: undefined,
       stderr:
-        "tessera: the account's token policy requires a secret token to end within 90 days: give expiresAt\n",
+        "tessera: the account's token policy requires a secret token to end within 90 days: give --expires-at\n",
     })
     expect(await tessera(['policy', 'set', 'acme', '--idle-days', 'soon'])).toEqual({
       code: 1,
       json: undefined,
-      stderr: 'tessera: idleDays must be a whole number from 8 to 3650\n',
+      stderr: 'tessera: --idle-days must be a whole number from 8 to 3650\n',
     })
     expect((await tessera(['policy', 'set', 'acme'])).json).toEqual(empty)
     const audit = await tessera(['audit', 'acme', '--action', 'token_policy.changed'])

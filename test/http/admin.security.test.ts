@@ -50,20 +50,22 @@ describe('admin API authentication', () => {
     const sk = await h.token('alice', all)
     const before = await h.ctx.audit.list({ limit: 100 })
     const flipped = `${secrets.k1.slice(0, -1)}${secrets.k1.endsWith('z') ? 'y' : 'z'}`
-    const credentials: [string, { header?: string; query?: string }][] = [
+    // RFC 6750 section 3.1: a bearer key given and refused is an `invalid_token`.
+    const refused = ', error="invalid_token"'
+    const credentials: [string, { header?: string; query?: string; error?: string }][] = [
       ['no credential', {}],
-      ['a wrong key', { header: 'Bearer not-a-key' }],
-      ['a key with its last character changed', { header: `Bearer ${flipped}` }],
-      ['a key id instead of the key', { header: 'Bearer k1' }],
-      ['the id:secret entry', { header: `Bearer k1:${secrets.k1}` }],
+      ['a wrong key', { header: 'Bearer not-a-key', error: refused }],
+      ['a key with its last character changed', { header: `Bearer ${flipped}`, error: refused }],
+      ['a key id instead of the key', { header: 'Bearer k1', error: refused }],
+      ['the id:secret entry', { header: `Bearer k1:${secrets.k1}`, error: refused }],
       ['a key under another scheme', { header: `Basic ${secrets.k1}` }],
       ['an empty bearer', { header: 'Bearer ' }],
-      ["an account's sk token as bearer", { header: `Bearer ${sk.token}` }],
+      ["an account's sk token as bearer", { header: `Bearer ${sk.token}`, error: refused }],
       ["an account's sk token as access_token", { query: sk.token }],
       ['a key as access_token', { query: secrets.k1 }],
     ]
     for (const [method, url, body] of routes(sk.id)) {
-      for (const [what, { header, query }] of credentials) {
+      for (const [what, { header, query, error = '' }] of credentials) {
         const res = await h.app.inject({
           method,
           url: `/admin/v1${url}${query === undefined ? '' : `?access_token=${query}`}`,
@@ -81,7 +83,7 @@ describe('admin API authentication', () => {
           { message: 'Unauthorized' },
         ])
         expect(res.headers['content-type']).toBe('application/json; charset=utf-8')
-        expect(res.headers['www-authenticate']).toBe('Bearer realm="admin"')
+        expect(res.headers['www-authenticate']).toBe(`Bearer realm="admin"${error}`)
       }
     }
     expect(await h.ctx.audit.list({ limit: 100 })).toEqual(before)

@@ -260,7 +260,7 @@ describe('the Usage page', () => {
       '<p class="usage-summary" id="usage-summary"><strong>0</strong> verifications in the last 30 days.</p>',
     )
     const csv = await again.get('/account/usage.csv?period=30d')
-    expect(csv.body.split('\n').filter((l) => /,[1-9]/.test(l))).toEqual([])
+    expect(csv.body.split('\r\n').filter((l) => /,[1-9]/.test(l))).toEqual([])
   })
 
   it('refuses a period it does not offer', async () => {
@@ -282,7 +282,7 @@ describe('the CSV download', () => {
   /** Per column, the sum of the CSV's rows, as the admin API names them (zeros left out). */
   const columnSums = (csv: string) => {
     const sums: Record<string, number> = {}
-    for (const line of csv.trim().split('\n').slice(1)) {
+    for (const line of csv.trim().split('\r\n').slice(1)) {
       line
         .split(',')
         .slice(1)
@@ -304,10 +304,10 @@ describe('the CSV download', () => {
     )
     const quiet = Array.from({ length: 22 }, (_, i) => {
       const start = new Date(Date.parse('2026-11-21T14:00:00.000Z') + i * 60 * minute)
-      return `${start.toISOString()}${zeros}\n`
+      return `${start.toISOString()}${zeros}\r\n`
     })
     expect(csv.body).toBe(
-      `${header}\n${quiet.join('')}2026-11-22T12:00:00.000Z,997,0,0,0,3,0,0,0,0,0\n2026-11-22T13:00:00.000Z,500,0,0,2,0,0,0,0,0,0\n`,
+      `${header}\r\n${quiet.join('')}2026-11-22T12:00:00.000Z,997,0,0,0,3,0,0,0,0,0\r\n2026-11-22T13:00:00.000Z,500,0,0,2,0,0,0,0,0,0\r\n`,
     )
     const api = await admin(
       h.app,
@@ -325,7 +325,7 @@ describe('the CSV download', () => {
     expect(csv.headers['content-disposition']).toBe(
       'attachment; filename="usage-alice-2026-10-24.csv"',
     )
-    const lines = csv.body.split('\n')
+    const lines = csv.body.split('\r\n')
     expect(lines).toHaveLength(32)
     expect(lines[0]).toBe(header)
     expect(lines[1]).toBe(`2026-10-24T00:00:00.000Z${zeros}`)

@@ -289,14 +289,14 @@ describe('request bodies', () => {
 
 describe('authentication', () => {
   it.each([
-    ['no Authorization header', null],
-    ['a wrong operator key', `${secrets.k1}x`],
-    ['an empty key', ''],
-  ])('answers 401 Unauthorized with %s', async (_what, key) => {
+    ['no Authorization header', null, 'Bearer realm="admin"'],
+    ['a wrong operator key', `${secrets.k1}x`, 'Bearer realm="admin", error="invalid_token"'],
+    ['an empty key', '', 'Bearer realm="admin"'],
+  ])('answers 401 Unauthorized with %s', async (_what, key, challenge) => {
     const res = await admin(h.app, 'POST', '/introspect', { token: 'x' }, key)
     expect(res.status).toBe(401)
     expect(res.body).toEqual({ message: 'Unauthorized' })
-    expect(res.headers['www-authenticate']).toBe('Bearer realm="admin"')
+    expect(res.headers['www-authenticate']).toBe(challenge)
   })
 
   it("answers 401 to an account's sk, as bearer or access_token, and to its own token", async () => {

@@ -51,6 +51,7 @@ type Method = 'GET' | 'HEAD' | 'POST' | 'PATCH' | 'DELETE'
 export const answerHeaders = [
   'access-control-allow-origin',
   'access-control-expose-headers',
+  'x-content-type-options',
   'x-rate-limit-interval',
   'x-rate-limit-limit',
   'x-rate-limit-reset',

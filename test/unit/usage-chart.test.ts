@@ -39,7 +39,7 @@ describe('the periods of the usage charts', () => {
       start: now - 30 * 60_000,
       counts: [2, 0, 0, 0, 0, 0, 0, 0, 0, 1],
     })
-    const lines = usageCsv(buckets).split('\n')
+    const lines = usageCsv(buckets).split('\r\n')
     expect(lines[0]).toBe(
       'start,valid,malformed,invalid,expired,revoked,rate_limited,url_not_allowed,ip_not_allowed,scope_missing,credits_exhausted',
     )

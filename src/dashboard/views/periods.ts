@@ -61,10 +61,13 @@ export const sum = (numbers: readonly number[]) => numbers.reduce((a, b) => a + 
 export const totalsOf = (buckets: readonly Bucket[]) =>
   outcomes.map((_, i) => sum(buckets.map((b) => b.counts[i] ?? 0)))
 
-/** The CSV download: a header, then one row per bucket of the period, oldest first. */
+/**
+ * The CSV download: a header, then one row per bucket of the period, oldest first. RFC 4180:
+ * every record ends with CRLF; no field needs quotes (names, ISO 8601 instants, integers).
+ */
 export function usageCsv(buckets: readonly Bucket[]): string {
   const rows = buckets.map((b) => [new Date(b.start).toISOString(), ...b.counts].join(','))
-  return `${['start', ...outcomes].join(',')}\n${rows.map((r) => `${r}\n`).join('')}`
+  return [['start', ...outcomes].join(','), ...rows].map((r) => `${r}\r\n`).join('')
 }
 
 /**

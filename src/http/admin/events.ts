@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { AppContext } from '../../context.js'
 import type { OutboxEvent } from '../../db/outbox.js'
 import { ApiError } from '../../errors.js'
+import { withoutCors } from '../headers.js'
 import { forVerifier, tags } from './common.js'
 import { adminErrors, operatorKey } from './schemas.js'
 
@@ -148,6 +149,10 @@ export function eventRoutes(app: FastifyInstance, ctx: AppContext): void {
 
       reply.hijack()
       const raw = reply.raw
+      // The app's first headers (nosniff, HSTS over HTTPS), without the token API's CORS.
+      for (const [name, value] of Object.entries(withoutCors(reply).getHeaders())) {
+        if (value !== undefined) raw.setHeader(name, value)
+      }
       raw.writeHead(200, {
         'content-type': 'text/event-stream; charset=utf-8',
         'cache-control': 'no-store',

@@ -7,6 +7,7 @@ import {
 } from '../../admin/keys.js'
 import type { AppContext } from '../../context.js'
 import { ApiError } from '../../errors.js'
+import { withoutCors } from '../headers.js'
 import { accountRoutes } from './accounts.js'
 import { auditRoutes } from './audit.js'
 import { creditsRoutes } from './credits.js'
@@ -27,6 +28,13 @@ import { webhookRoutes } from './webhooks.js'
 export const adminDocs = { tags: [adminTag], securitySchemes }
 
 const bearer = /^Bearer +(\S+) *$/i
+
+/**
+ * RFC 6750 section 3.1: a key given and refused is an `invalid_token`; a request without one (or
+ * under another scheme) is told only that a bearer key is needed.
+ */
+const challenge = (presented: string | undefined) =>
+  presented === undefined ? 'Bearer realm="admin"' : 'Bearer realm="admin", error="invalid_token"'
 
 /** An admin route as declared: its method, its full path, the operator scope it needs. */
 export interface AdminRoute {
@@ -78,7 +86,7 @@ export function adminRoutes(app: FastifyInstance, ctx: AppContext): void {
         const presented = bearer.exec(request.headers.authorization ?? '')?.[1]
         const key = presented === undefined ? undefined : ctx.adminKeys.verify(presented)
         if (key === undefined) {
-          reply.header('www-authenticate', 'Bearer realm="admin"')
+          reply.header('www-authenticate', challenge(presented))
           return done(new ApiError('unauthorized'))
         }
         request.adminKeyId = key.id
@@ -97,6 +105,12 @@ export function adminRoutes(app: FastifyInstance, ctx: AppContext): void {
           )
         }
         done()
+      })
+      // For servers, not browsers: no CORS (the app's first hook set the token API's), on
+      // every answer here, the app's early refusals (503, HTTPS required) included.
+      admin.addHook('onSend', (_request, reply, payload, done) => {
+        withoutCors(reply)
+        done(null, payload)
       })
       // Unknown paths here answer 401 too without a key: nothing is told before it.
       admin.setNotFoundHandler(() => {

@@ -15,8 +15,11 @@ export interface FastPathOptions {
   ctx: AppContext
   /** The query parser of the router: the fast path reads the token the way the route does. */
   parseQuery(query: string): Record<string, string>
-  /** The headers every response starts with (CORS), lowercase. */
-  cors: Record<string, string>
+  /**
+   * The headers every answer starts with, lowercase, as Fastify's first hook sets them
+   * (http/headers.ts `firstHeaders`: CORS, nosniff, HSTS over HTTPS).
+   */
+  first: Record<string, string>
   /** True while Fastify's checks would refuse a request: not ready, shedding, closing. */
   refusing(): boolean
   /** Requests only over HTTPS, as the load balancer says (TRUST_PROXY). */
@@ -80,7 +83,7 @@ export interface Answering {
  * proxy's forwarded address is needed), and whether a request must be timed.
  */
 export function fastPathBase(o: FastPathOptions) {
-  const cors = Object.entries(o.cors).flat()
+  const first = Object.entries(o.first).flat()
   const requests = o.ctx.config.metrics === undefined ? undefined : o.ctx.metrics.requests
   // With a proxy in front, the logged address is the client's from X-Forwarded-For: Fastify's.
   const logs = o.requestLog !== undefined && !o.trustProxy ? o.requestLog : undefined
@@ -107,7 +110,7 @@ export function fastPathBase(o: FastPathOptions) {
       }
       const log = logs?.child({ reqId: requestId() })
       log?.info({ req: { method, url: req.url, ip: req.socket.remoteAddress } }, 'incoming request')
-      const headers = new Headers(cors)
+      const headers = new Headers(first)
       const send = (status: number, body: string) => {
         headers.header('content-length', String(Buffer.byteLength(body)))
         res.writeHead(status, headers.list)
