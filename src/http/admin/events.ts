@@ -104,6 +104,26 @@ const verifierFrames: Framer = (events) => {
   return text
 }
 
+/**
+ * Where a stream starts: after the position the consumer gives (Last-Event-ID, or `after`), or
+ * the newest event; `reset` when that position is gone or ahead of this database.
+ */
+async function startOf(ctx: AppContext, request: FastifyRequest) {
+  const given =
+    (request.headers['last-event-id'] as string | undefined) ??
+    (request.query as { after?: string }).after
+  if (given !== undefined && !position.test(given.trim())) {
+    throw new ApiError('invalidResources', 'Last-Event-ID must be an event sequence number')
+  }
+  const newest = await ctx.events.newest()
+  if (given === undefined) return { after: newest, reset: false }
+  const after = Number(given.trim())
+  // Ahead of this database (restored, or another deployment): start afresh.
+  if (after > newest) return { after: newest, reset: true }
+  const oldest = await ctx.events.oldest()
+  return { after, reset: oldest !== undefined && oldest > after + 1 }
+}
+
 /** The event stream: the outbox followed, for consumers such as @tessera/verifier. */
 export function eventRoutes(app: FastifyInstance, ctx: AppContext): void {
   const streams = new Set<() => void>()
@@ -128,25 +148,7 @@ export function eventRoutes(app: FastifyInstance, ctx: AppContext): void {
       },
     },
     async (request: FastifyRequest, reply: FastifyReply) => {
-      const given =
-        (request.headers['last-event-id'] as string | undefined) ??
-        (request.query as { after?: string }).after
-      if (given !== undefined && !position.test(given.trim())) {
-        throw new ApiError('invalidResources', 'Last-Event-ID must be an event sequence number')
-      }
-      const newest = await ctx.events.newest()
-      let after = newest
-      let reset = false
-      if (given !== undefined) {
-        after = Number(given.trim())
-        const oldest = await ctx.events.oldest()
-        if (after > newest) {
-          // Ahead of this database (restored, or another deployment): start afresh.
-          reset = true
-          after = newest
-        } else if (oldest !== undefined && oldest > after + 1) reset = true
-      }
-
+      const { after, reset } = await startOf(ctx, request)
       reply.hijack()
       const raw = reply.raw
       // The app's first headers (nosniff, HSTS over HTTPS), without the token API's CORS.
