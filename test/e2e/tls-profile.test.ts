@@ -39,8 +39,15 @@ function handshake(url: string, ca: Buffer, options: ConnectionOptions): Promise
       resolve({ protocol: socket.getProtocol(), cipher: socket.getCipher().name })
       socket.end()
     })
+    // OpenSSL 3.0 (Node 20) names a handshake_failure alert SSLV3, later ones (Node 22, 24)
+    // SSL/TLS: the same alert, written as Node 20 writes it.
     socket.once('error', (err: Error & { code?: string }) =>
-      resolve({ refused: err.code ?? err.message }),
+      resolve({
+        refused: (err.code ?? err.message).replace(
+          'ERR_SSL_SSL/TLS_ALERT_',
+          'ERR_SSL_SSLV3_ALERT_',
+        ),
+      }),
     )
   })
 }
