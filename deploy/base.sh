@@ -33,7 +33,6 @@ need() {
     exit 1
   }
 }
-need mmdebstrap mmdebstrap
 need npm npm
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/tessera-base.XXXXXX")"
@@ -95,6 +94,8 @@ node_images() {
     echo "have $DEBIAN_IMAGE and $BUILD_IMAGE"
     return
   fi
+  # Only when a base must be made: images already in the store need nothing.
+  need mmdebstrap mmdebstrap
   local tree
   tree="$(node_tree)"
   local hook="cp -a '$tree/.' \"\$1/usr/local/\""
@@ -122,6 +123,7 @@ services_image() {
     echo "have $SERVICES_IMAGE"
     return
   fi
+  need mmdebstrap mmdebstrap
   # The packages' own start-up (invoke-rc.d) is refused inside the chroot; the stand-ins set up
   # what they need when a container starts. The cluster Debian creates at install is removed.
   debian_rootfs "$work/services.tar" \

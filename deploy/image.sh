@@ -1,22 +1,49 @@
 #!/usr/bin/env bash
 # Builds Tessera's image from the Containerfile and tags it tessera:local (`npm run image`).
+# Needs podman (docker users: `docker build -f Containerfile -t tessera:local .` is the same
+# build on the public images).
 #
-# By default the bases are the local ones deploy/base.sh makes from Debian's packages (made
-# first when missing), for machines that reach no container registry. TESSERA_BASE=public
-# builds against the Containerfile's defaults (docker.io's node and debian images) instead.
-# IMAGE overrides the tag.
+# The bases: TESSERA_BASE=local builds on the ones deploy/base.sh makes from Debian's packages
+# (made first when missing; needs mmdebstrap), for machines that reach no container registry.
+# TESSERA_BASE=public builds on the Containerfile's defaults (docker.io's node and debian
+# images). Unset, the local bases are used when they exist or mmdebstrap can make them, the
+# public ones otherwise (said on the first line). IMAGE overrides the tag.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
+
+if ! command -v podman >/dev/null; then
+  echo "image.sh: podman is missing (apt-get install -y podman runc); with docker instead:" >&2
+  echo "  docker build -f Containerfile -t tessera:local ." >&2
+  exit 1
+fi
 . "$here/podman.sh"
 
 IMAGE="${IMAGE:-tessera:local}"
-args=()
-if [ "${TESSERA_BASE:-local}" != public ]; then
-  "$here/base.sh" node
-  args+=(--build-arg "BUILD_IMAGE=localhost/tessera-base/node-build:24")
-  args+=(--build-arg "RUNTIME_IMAGE=localhost/tessera-base/debian:bookworm")
+BUILD_BASE=localhost/tessera-base/node-build:24
+RUNTIME_BASE=localhost/tessera-base/debian:bookworm
+base="${TESSERA_BASE:-}"
+if [ -z "$base" ]; then
+  if command -v mmdebstrap >/dev/null || { pm image exists "$BUILD_BASE" && pm image exists "$RUNTIME_BASE"; }; then
+    base=local
+  else
+    base=public
+    echo "mmdebstrap is missing: building on the public images (docker.io's node:24-bookworm-slim and debian:bookworm-slim)."
+    echo "  Where no registry is reachable, apt-get install -y mmdebstrap and run again for bases made from Debian's packages."
+  fi
 fi
+args=()
+case "$base" in
+local)
+  "$here/base.sh" node
+  args+=(--build-arg "BUILD_IMAGE=$BUILD_BASE" --build-arg "RUNTIME_IMAGE=$RUNTIME_BASE")
+  ;;
+public) ;;
+*)
+  echo "image.sh: TESSERA_BASE is local or public, not '$base'" >&2
+  exit 2
+  ;;
+esac
 
 # A CA the build must trust to reach the npm registry (a TLS-inspecting proxy, as in CI), handed
 # to the build as a secret: it is in no layer of the image.
