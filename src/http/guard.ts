@@ -24,9 +24,72 @@ declare module 'fastify' {
   }
 }
 
-export const accessToken = (request: FastifyRequest): string | undefined => {
+/** A request whose `access_token` query parameter and Authorization header differ. */
+export const twoTokens = Symbol('two tokens')
+
+/** What a request presents: a token string, none, or two that differ (`twoTokens`). */
+export type Presented = string | undefined | typeof twoTokens
+
+/**
+ * The token of an `Authorization: Bearer <token>` header (RFC 6750; the scheme in any case);
+ * another scheme, or none after it, has none. Without a regular expression: the header is the
+ * client's, up to the header size limit.
+ */
+function bearerToken(authorization: string): string | undefined {
+  if (authorization.length < 8 || authorization[6] !== ' ') return undefined
+  if (authorization.slice(0, 6).toLowerCase() !== 'bearer') return undefined
+  const token = authorization.slice(7).trim()
+  return token === '' ? undefined : token
+}
+
+/**
+ * The token a request presents: the `access_token` query parameter (the contract's way), or
+ * the bearer token of its Authorization header (Tessera's). Both may be given when they name the
+ * same token; when they differ the request is refused (`twoTokens`) rather than acted on with
+ * one of two credentials the caller may not have meant. Without an Authorization header this
+ * costs one property read more than the query alone.
+ */
+export function presentedToken(request: FastifyRequest): Presented {
   const value = (request.query as { access_token?: unknown }).access_token
-  return typeof value === 'string' && value !== '' ? value : undefined
+  const query = typeof value === 'string' && value !== '' ? value : undefined
+  const authorization = request.headers.authorization
+  if (authorization === undefined) return query
+  const header = bearerToken(authorization)
+  if (header === undefined || query === undefined || header === query) return query ?? header
+  return twoTokens
+}
+
+/** Why a request that gave two different tokens is refused, as `details`. */
+export const twoTokensDetails =
+  'the access_token query parameter and the Authorization header name different tokens: give one'
+
+/** Why a token API request is refused with 401, as `details` (its `message` is the contract's). */
+const unauthorizedDetails = {
+  none: 'no token: give it as the access_token query parameter or an Authorization: Bearer header',
+  two: twoTokensDetails,
+  TokenMalformed: 'the token is malformed: not a pk, sk or tk token string',
+  TokenInvalid: "the token's signature is not valid",
+  TokenExpired: 'the token has expired',
+  TokenRevoked: 'the token was revoked (deleted, or its account is gone or disabled)',
+  TokenValid: 'the token may not be used from this address',
+} as const
+
+/** RFC 6750 section 3.1: a request without a token is told only that one is needed. */
+const challenges = {
+  none: 'Bearer realm="tokens"',
+  two: 'Bearer realm="tokens", error="invalid_request"',
+  given: 'Bearer realm="tokens", error="invalid_token"',
+} as const
+
+/** The 401 of the token API, its challenge written to `reply`. */
+function unauthorized(reply: FastifyReply, validation: Validation | undefined, two: boolean) {
+  if (validation !== undefined) {
+    reply.header('www-authenticate', challenges.given)
+    return new ApiError('unauthorized', unauthorizedDetails[validation.code])
+  }
+  const cause = two ? 'two' : 'none'
+  reply.header('www-authenticate', challenges[cause])
+  return new ApiError('unauthorized', unauthorizedDetails[cause])
 }
 
 /**
@@ -36,11 +99,14 @@ export const accessToken = (request: FastifyRequest): string | undefined => {
  */
 export function guard(ctx: AppContext) {
   const check = (request: FastifyRequest, reply: FastifyReply) => {
-    const token = accessToken(request)
+    const token = presentedToken(request)
     // A fast path may have validated it already (ahead/create.ts): once a request.
     const validation =
-      token === undefined ? undefined : (handedOver(request.raw) ?? ctx.tokens.validate(token))
-    return andThen(validation, (validation) => admit(ctx, request, reply, validation))
+      typeof token === 'string'
+        ? (handedOver(request.raw) ?? ctx.tokens.validate(token))
+        : undefined
+    const two = token === twoTokens
+    return andThen(validation, (validation) => admit(ctx, request, reply, validation, two))
   }
   return (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
     let result: unknown
@@ -65,6 +131,7 @@ function admit(
   request: FastifyRequest,
   reply: FastifyReply,
   validation: Validation | undefined,
+  two: boolean,
 ) {
   if (validation !== undefined) ctx.metrics.validated(validation)
   const { username } = request.params as { username: string }
@@ -76,7 +143,7 @@ function admit(
     // Counted against the address, not enforced: the answer is 401 whatever the count.
     return andThen(ctx.checkpoint.address(validation, request.ip, outcome), (verdict) => {
       writeLimits(reply, verdict, false)
-      throw new ApiError('unauthorized')
+      throw unauthorized(reply, validation, two)
     })
   }
   // Any other refusal, or none, comes of a valid token.

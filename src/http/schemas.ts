@@ -16,9 +16,7 @@ export const ErrorBody = Type.Object({
   details: Type.Optional(Type.String()),
 })
 
-export const AccessTokenQuery = Type.Object({
-  access_token: Type.Optional(Type.String({ description: 'The access token' })),
-})
+export const AccessTokenQuery = Type.Object({ access_token: Type.Optional(Type.String()) })
 
 export const UsernameParams = Type.Object({ username: Type.String() })
 export const TokenIdParams = Type.Object({ username: Type.String(), token_id: Type.String() })
@@ -103,6 +101,16 @@ export const UpdateBody = Type.Object(
   resources,
 )
 
+/** A roll's optional body (read by the route, which names an unknown field in `details`). */
+export const RollBody = Type.Object({
+  expires: Type.Optional(
+    Type.String({
+      description:
+        'Until when the old string works: ISO 8601, at most 24 hours ahead; now if absent',
+    }),
+  ),
+})
+
 export const TokenObject = Type.Object({
   id: Type.String(),
   usage: Type.String(),
@@ -176,9 +184,11 @@ export const tokenApiTag = {
   name: 'tokens',
   description: [
     'The token API, in the wire format of the Mapbox Tokens API. Every request carries a token in',
-    'the `access_token` query parameter; each route names the scope it needs. Errors are JSON',
-    '`{"message"}` with the fixed messages of the contract (401 `Unauthorized`, 404 `No such user`',
-    'or `Not found`, 422 naming what is invalid, 429 `Too Many Requests`), so clients can match on',
-    '`message`. Lists are paged with `limit` and `start` and a `Link: <...>; rel="next"` header.',
+    'the `access_token` query parameter or, as a Tessera extension, an `Authorization: Bearer`',
+    'header (both may be given when they name the same token); each route names the scope it',
+    'needs. Errors are JSON `{"message"}` with the fixed messages of the contract (401',
+    '`Unauthorized`, 404 `No such user` or `Not found`, 422 naming what is invalid, 429 `Too Many',
+    'Requests`), so clients can match on `message`, and often a `details` sentence. Lists are',
+    'paged with `limit` and `start` and a `Link: <...>; rel="next"` header.',
   ].join(' '),
 }

@@ -1,5 +1,6 @@
 import type { TObject, TSchema } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
+import { Errors, type ValueError, ValueErrorType } from '@sinclair/typebox/errors'
 import type { FastifySchemaCompiler } from 'fastify'
 import { ApiError, type ErrorKind, errorTable } from '../errors.js'
 import { jsonDepthExceeds, limits } from './limits.js'
@@ -19,8 +20,10 @@ export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, http
   const check = TypeCompiler.Compile(schema)
   return (value: unknown) => {
     if (check.Check(value)) return { value }
-    if (httpPart !== 'querystring') return { error: new ApiError('invalidResources') }
     const first = check.Errors(value).First()
+    if (httpPart !== 'querystring') {
+      return { error: new ApiError('invalidResources', first && bodyDetails(first)) }
+    }
     const field = first?.path.split('/')[1] ?? ''
     const fieldSchema = (schema as TObject).properties[field] as
       | { errorMessage?: string }
@@ -28,6 +31,75 @@ export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, http
     const kind = kindByMessage.get(fieldSchema?.errorMessage ?? '') ?? 'invalidResources'
     return { error: new ApiError(kind) }
   }
+}
+
+/** " of 1 to 64 characters", " of at most 100", "": a schema's bounds, in words. */
+function bounds(min: number | undefined, max: number | undefined, unit = '') {
+  if (min !== undefined && max !== undefined) return ` of ${min} to ${max}${unit}`
+  if (min !== undefined) return ` of at least ${min}${unit}`
+  return max === undefined ? '' : ` of at most ${max}${unit}`
+}
+
+/** What a schema admits, in words: "an array of strings of at most 2048 characters". */
+function admits(schema: TSchema, many = false): string {
+  if (Array.isArray(schema.anyOf)) {
+    return schema.anyOf.map((s: TSchema) => admits(s, many)).join(' or ')
+  }
+  if (schema.const !== undefined) return JSON.stringify(schema.const)
+  const { type } = schema
+  if (type === 'array') {
+    const items = admits(schema.items, true)
+    const size = bounds(schema.minItems, schema.maxItems, ` ${items}`)
+    return `${many ? 'arrays' : 'an array'}${size || ` of ${items}`}`
+  }
+  if (type === 'string') {
+    const size = bounds(schema.minLength, schema.maxLength, ' characters')
+    return `${many ? 'strings' : 'a string'}${size}`
+  }
+  if (type === 'integer' || type === 'number') {
+    const min: number | undefined = schema.minimum
+    // Number.MAX_SAFE_INTEGER says "any size", not a bound a reader needs told.
+    const max = schema.maximum === Number.MAX_SAFE_INTEGER ? undefined : schema.maximum
+    const range =
+      min !== undefined && max !== undefined ? ` from ${min} to ${max}` : bounds(min, max)
+    return `${many ? `${type}s` : type === 'integer' ? 'an integer' : 'a number'}${range}`
+  }
+  if (type === 'boolean') return 'true or false'
+  if (type === 'null') return 'null'
+  return many ? 'objects' : 'an object'
+}
+
+/**
+ * The error inside a union of a type and null (an update's `null` removes a field), for a value
+ * of that type: what is wrong inside it, not only that it is neither.
+ */
+function deepest(error: ValueError): ValueError {
+  if (error.type !== ValueErrorType.Union || error.value === null) return error
+  const typed = (error.schema.anyOf as TSchema[]).filter((s) => s.type !== 'null')
+  const inner = typed.length === 1 ? Errors(typed[0] as TSchema, error.value).First() : undefined
+  // Not of that type at all: "an array or null" says it.
+  if (inner === undefined || inner.path === '') return error
+  return deepest({ ...inner, path: error.path + inner.path })
+}
+
+/**
+ * A schema's refusal of a body, as `details`: the field by its path (`ratelimits[0].limit`)
+ * and what it must be, e.g. "scopes must be an array of strings".
+ */
+export function bodyDetails(refusal: ValueError): string {
+  const error = deepest(refusal)
+  const field = error.path
+    .split('/')
+    .slice(1)
+    .map((part, i) => (/^\d+$/.test(part) ? `[${part}]` : i === 0 ? part : `.${part}`))
+    .join('')
+  if (field === '') return 'the body must be a JSON object'
+  if (error.type === ValueErrorType.ObjectRequiredProperty) return `${field} is required`
+  if (error.type === ValueErrorType.ObjectAdditionalProperties)
+    return `${field} is not a field here`
+  const pattern =
+    error.type === ValueErrorType.StringPattern ? ` matching ${error.schema.pattern}` : ''
+  return `${field} must be ${admits(error.schema)}${pattern}`
 }
 
 /**

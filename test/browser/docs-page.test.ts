@@ -44,7 +44,8 @@ describe.skipIf(!available)('the API reference at /docs', () => {
     })
     await expect.poll(() => retrieve.count()).toBe(1)
     await retrieve.click()
-    const operation = page.locator('#operations-tokens-get_tokens_v2')
+    // Swagger UI names an operation by its operationId.
+    const operation = page.locator('#operations-tokens-retrieveToken')
     await expect
       .poll(() => operation.getByRole('textbox', { name: 'access_token' }).count())
       .toBe(1)
@@ -52,6 +53,21 @@ describe.skipIf(!available)('the API reference at /docs', () => {
 
     await screenshot(page, 'docs')
     await expectAccessible(page, 'docs')
+    // The document's server (PUBLIC_URL) in a list with a name; "Try it out" asks this page's
+    // server, the one origin its CSP lets it reach, whatever PUBLIC_URL says.
+    expect(await page.getByRole('combobox', { name: 'Server' }).count()).toBe(1)
+    await operation.getByRole('button', { name: 'Try it out' }).click()
+    await operation.getByRole('textbox', { name: 'access_token' }).fill('pk.not.a-token')
+    await operation.getByRole('button', { name: 'Execute' }).click()
+    await expect
+      .poll(() =>
+        operation.locator('.live-responses-table tbody .response-col_status').first().textContent(),
+      )
+      .toBe('200')
+    expect(
+      await operation.locator('.live-responses-table tbody .microlight').first().textContent(),
+    ).toContain('TokenMalformed')
+
     expect(problems).toEqual([])
     await context.close()
   })

@@ -582,11 +582,17 @@ describe('the OpenAPI document', () => {
       name: string
       tags: string[]
       security: unknown
+      'x-operator-scope': string
       responses: object
     }[]) {
       expect(op.tags).toEqual(['admin'])
       const scope = verifier.includes(op.name) ? 'verifier' : 'admin'
-      expect([op.name, op.security]).toEqual([op.name, [{ operatorKey: [scope] }]])
+      // The scope apart from the requirement: tools read a requirement's roles as OAuth scopes.
+      expect([op.name, op.security, op['x-operator-scope']]).toEqual([
+        op.name,
+        [{ operatorKey: [] }],
+        scope,
+      ])
       expect(Object.keys(op.responses)).toContain('401')
     }
     expect(doc.components.securitySchemes.operatorKey).toMatchObject({
@@ -601,11 +607,22 @@ describe('the OpenAPI document', () => {
     ])
     const list = doc.paths['/tokens/v2/{username}'].get
     expect(list.tags).toEqual(['tokens'])
-    expect(list).not.toHaveProperty('security')
+    expect(list.security).toEqual([{ accessToken: [] }, { bearerToken: [] }])
     expect(list.description).toBe('Requires the `tokens:read` scope.')
     expect(list.responses['200'].description).toBe('OK')
+    // No body; the rate limit's headers, as on every answer of the token API.
+    const limits = [
+      'X-Rate-Limit-Interval',
+      'X-Rate-Limit-Limit',
+      'X-Rate-Limit-Reset',
+      'RateLimit-Policy',
+      'RateLimit',
+    ]
     expect(doc.paths['/tokens/v2/{username}/{token_id}'].delete.responses['204']).toEqual({
       description: 'No content',
+      headers: Object.fromEntries(
+        limits.map((name) => [name, { $ref: `#/components/headers/${name}` }]),
+      ),
     })
     expect(doc.paths['/admin/v1/audit'].get.description).toContain(
       '`start` = the id of the last event',

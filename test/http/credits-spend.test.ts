@@ -81,7 +81,10 @@ describe('introspection', () => {
       expect({ cost, ...res }).toEqual({
         cost,
         status: 422,
-        body: { message: 'resources are invalid' },
+        body: {
+          message: 'resources are invalid',
+          details: 'cost must be an integer of at least 0',
+        },
       })
     }
     for (const cost of ['2', -1, 0.5, null, 2 ** 53]) {

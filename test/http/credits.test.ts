@@ -193,14 +193,24 @@ describe('refusals', () => {
     await send('PUT', '/accounts/alice/credits', { remaining: 2 ** 53 - 2 })
     for (const amount of [0, -1, 1.5, '1', null]) {
       const res = await send('POST', '/accounts/alice/credits/increment', { amount })
-      expect(res).toEqual({ status: 422, body: invalid })
+      expect(res).toEqual({
+        status: 422,
+        body: { ...invalid, details: 'amount must be an integer of at least 1' },
+      })
     }
     expect(await send('POST', '/accounts/alice/credits/increment', { amount: 5 })).toEqual({
       status: 422,
       body: { ...invalid, details: `credits may not exceed ${2 ** 53 - 1}` },
     })
-    for (const body of [{}, { account: 'alice', want: 0 }, { account: 5, want: 1 }]) {
-      expect(await send('POST', '/credits/leases', body)).toEqual({ status: 422, body: invalid })
+    for (const [body, details] of [
+      [{}, 'account is required'],
+      [{ account: 'alice', want: 0 }, 'want must be an integer of at least 1'],
+      [{ account: 5, want: 1 }, 'account must be a string of at most 32 characters'],
+    ] as const) {
+      expect(await send('POST', '/credits/leases', body)).toEqual({
+        status: 422,
+        body: { ...invalid, details },
+      })
     }
   })
 

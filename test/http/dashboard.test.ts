@@ -66,26 +66,53 @@ describe('dashboard pages, acting as the account holder through the token servic
   })
 
   it('refuses a broken rule with the contract message, 422, keeping what was typed', async () => {
+    // What did not happen above; the sentence at the field, linked from the alert; the
+    // contract's message beneath.
+    const said = (body: string, field: string, sentence: string, api: string) => {
+      expect(body).toContain(`<p class="field-error" id="${field}-error">${sentence}</p>`)
+      expect(body).toContain(`<li><a href="#${field}">${sentence}</a></li>`)
+      expect(body).toContain(`<p class="hint">The API answers this with “${api}”.</p>`)
+    }
     const bad = await browser.post('/account/tokens/new', {
       note: 'keep <me>',
       scopes: 'styles:read',
       allowedUrls: 'not a url',
     })
     expect(bad.status).toBe(422)
-    expect(alertOf(bad.body)).toBe('resources are invalid')
+    expect(alertOf(bad.body)).toBe('The token was not created.')
+    said(
+      bad.body,
+      'allowed-urls',
+      '“not a url” is not a URL or host name.',
+      'resources are invalid',
+    )
+    expect(bad.body).toContain(
+      'aria-describedby="allowed-urls-error urls-hint" aria-invalid="true"',
+    )
     expect(bad.body).toContain('value="keep &lt;me&gt;"')
     expect(bad.body).toMatch(/value="styles:read" aria-describedby="[^"]+" checked/)
     expect(bad.body).toContain('>not a url</textarea>')
 
+    // Too long and no scope: both said, at their fields.
     const long = await browser.post('/account/tokens/new', { note: 'x'.repeat(1025) })
     expect(long.status).toBe(422)
-    expect(alertOf(long.body)).toBe('resources are invalid')
+    expect(alertOf(long.body)).toBe('The token was not created.')
+    said(long.body, 'note', 'The note may be at most 1024 characters.', 'resources are invalid')
+    expect(long.body).toContain('<li><a href="#scopes">Choose at least one scope.</a></li>')
 
-    const none = await browser.post('/account/tokens/new', { note: 'nothing' })
-    const id = /href="\/account\/tokens\/(c[a-z0-9]{24})">Token settings/.exec(none.body)?.[1]
-    const scoped = await browser.post(`/account/tokens/${id}`, { note: 'n', scopes: 'styles:read' })
+    const none = await h.token('alice', [], { note: 'nothing' })
+    const scoped = await browser.post(`/account/tokens/${none.id}`, {
+      note: 'n',
+      scopes: 'styles:read',
+    })
     expect(scoped.status).toBe(422)
-    expect(alertOf(scoped.body)).toBe('scopes are invalid')
+    expect(alertOf(scoped.body)).toBe('Your changes were not saved.')
+    said(
+      scoped.body,
+      'scopes',
+      'This token was created without scopes, so it cannot be given any: create a new token with the scopes it needs.',
+      'scopes are invalid',
+    )
 
     const pkId = h.alice.defaultToken.id
     const secret = await browser.post(`/account/tokens/${pkId}`, {
@@ -93,7 +120,13 @@ describe('dashboard pages, acting as the account holder through the token servic
       scopes: 'tokens:read',
     })
     expect(secret.status).toBe(422)
-    expect(alertOf(secret.body)).toBe('scopes are invalid')
+    expect(alertOf(secret.body)).toBe('Your changes were not saved.')
+    said(
+      secret.body,
+      'scopes',
+      'A public (pk) token may hold public scopes only, and a token never changes its kind: create a new token for secret scopes.',
+      'scopes are invalid',
+    )
     const api = await call(
       h.app,
       'GET',
@@ -194,7 +227,10 @@ describe('dashboard pages, acting as the account holder through the token servic
   })
 
   it('renders what was typed as text', async () => {
-    await browser.post('/account/tokens/new', { note: '<script>alert(1)</script>' })
+    await browser.post('/account/tokens/new', {
+      note: '<script>alert(1)</script>',
+      scopes: 'styles:read',
+    })
     const page = await browser.get('/account')
     expect(page.body).toContain('&lt;script&gt;alert(1)&lt;/script&gt;')
     expect(page.body).not.toContain('<script>alert(1)')
@@ -213,7 +249,11 @@ describe('dashboard pages, acting as the account holder through the token servic
         headers: { cookie: b.cookie ?? '' },
       })
       expect(api.statusCode).toBe(401)
-      expect(api.json()).toEqual({ message: 'Unauthorized' })
+      expect(api.json()).toEqual({
+        message: 'Unauthorized',
+        details:
+          'no token: give it as the access_token query parameter or an Authorization: Bearer header',
+      })
       expect(api.headers['x-rate-limit-limit']).toBe('2')
     } finally {
       await limited.close()

@@ -78,7 +78,10 @@ describe('the end of life of permanent tokens (expiresAt)', () => {
     h.clock.now = end
     expect(await retrieve(token)).toEqual({ code: 'TokenExpired', token: described })
     const guarded = await call(h.app, 'GET', '/tokens/v2/alice', token)
-    expect([guarded.status, guarded.body]).toEqual([401, { message: 'Unauthorized' }])
+    expect([guarded.status, guarded.body]).toEqual([
+      401,
+      { message: 'Unauthorized', details: 'the token has expired' },
+    ])
     expect(await introspect(token)).toEqual({ active: false, code: 'TokenExpired' })
     h.clock.now = end + 86_400_000
     expect(await retrieve(token)).toEqual({ code: 'TokenExpired', token: described })

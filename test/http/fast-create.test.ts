@@ -214,7 +214,9 @@ describe('the fast path of create', () => {
       }, 50)
     })
     expect(answer.slice(0, 25)).toBe('HTTP/1.1 401 Unauthorized')
-    expect(answer.slice(answer.indexOf('\r\n\r\n') + 4)).toBe('{"message":"Unauthorized"}')
+    expect(answer.slice(answer.indexOf('\r\n\r\n') + 4)).toBe(
+      '{"message":"Unauthorized","details":"the token was revoked (deleted, or its account is gone or disabled)"}',
+    )
     expect(s.fastify).toEqual([`POST ${url}`])
   })
 

@@ -24,11 +24,12 @@ const limit = (name: string, more: Record<string, unknown> = {}) => ({
   ...more,
 })
 const invalid = (details: string) => ({ message: 'resources are invalid', details })
-const bare = { message: 'resources are invalid' }
 
 /** Every token of alice's, as stored (the listing's documents). */
 const stored = async () =>
   JSON.parse((await h.ctx.tokens.list(h.alice, { limit: 100, sortby: 'created' })).body)
+
+const notAList = invalid('ratelimits must be an array of objects')
 
 const refusals: [unknown, unknown][] = [
   [
@@ -62,13 +63,17 @@ const refusals: [unknown, unknown][] = [
   [[limit('Burst')], invalid('ratelimits[0].name must match /^[a-z0-9][a-z0-9._-]{0,63}$/')],
   [[limit('x'.repeat(65))], invalid('ratelimits[0].name must match /^[a-z0-9][a-z0-9._-]{0,63}$/')],
   // Not the shape at all: the schema's refusal, as for an expiresAt that is not a string.
-  [[limit('burst', { limit: '10' })], bare],
-  [[limit('burst', { limit: 1.5 })], bare],
-  [[{ limit: 10, duration: 60_000 }], bare],
-  [{ name: 'burst', limit: 10, duration: 60_000 }, bare],
-  [['burst'], bare],
-  ['burst', bare],
+  [[limit('burst', { limit: '10' })], invalid('ratelimits[0].limit must be an integer')],
+  [[limit('burst', { limit: 1.5 })], invalid('ratelimits[0].limit must be an integer')],
+  [[{ limit: 10, duration: 60_000 }], invalid('ratelimits[0].name is required')],
+  [{ name: 'burst', limit: 10, duration: 60_000 }, notAList],
+  [['burst'], invalid('ratelimits[0] must be an object')],
+  ['burst', notAList],
 ]
+
+/** An update may also give null (no limits of its own), and says so. */
+const onUpdate = (answer: unknown) =>
+  answer === notAList ? invalid('ratelimits must be an array of objects or null') : answer
 
 describe('a token given limits that are not limits', () => {
   it('is refused on create with the reason, and nothing is made', async () => {
@@ -95,7 +100,7 @@ describe('a token given limits that are not limits', () => {
         note: 'changed',
         ratelimits,
       })
-      expect([res.status, res.body], JSON.stringify(ratelimits)).toEqual([422, answer])
+      expect([res.status, res.body], JSON.stringify(ratelimits)).toEqual([422, onUpdate(answer)])
       h.clock.now += 60_000
     }
     expect(await stored()).toEqual(before)

@@ -19,7 +19,11 @@ const limit = 4
 const office = '203.0.113.7'
 const attacker = '198.51.100.66'
 
-const unauthorized = { status: 401, body: '{"message":"Unauthorized"}' }
+/** A token restricted to addresses, used from another: 401, saying so. */
+const unauthorized = {
+  status: 401,
+  body: '{"message":"Unauthorized","details":"the token may not be used from this address"}',
+}
 const tooMany = { status: 429, body: '{"message":"Too Many Requests"}' }
 const malformed = { status: 200, body: '{"code":"TokenMalformed"}' }
 const accepted = { status: 202, body: '' }
@@ -142,7 +146,9 @@ describe('TRUST_PROXY: the client address behind a proxy', () => {
     const lines = `GET ${url} HTTP/1.1\r\nHost: t\r\nConnection: close\r\nX-Forwarded-Proto: https\r\n`
     const raw = (first: string, last: string) =>
       s.raw(`${lines}X-Forwarded-For: ${first}\r\nX-Forwarded-For: ${last}\r\n\r\n`, 1)
-    expect(await raw(office, attacker)).toMatch(/^HTTP\/1\.1 401 .*\{"message":"Unauthorized"\}$/s)
+    expect(await raw(office, attacker)).toMatch(
+      /^HTTP\/1\.1 401 .*\{"message":"Unauthorized","details":"the token may not be used from this address"\}$/s,
+    )
     expect(await raw(attacker, office)).toMatch(/^HTTP\/1\.1 200 /)
   })
 

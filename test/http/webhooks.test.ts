@@ -546,15 +546,15 @@ describe('webhook endpoints', () => {
     [{ url: 'https://u:p@127.0.0.1/' }, 'url must not carry a user name or password'],
     [{ url: `https://127.0.0.1/${'é'.repeat(1000)}` }, 'url is longer than 2048 once normalised'],
     [{ url: 'https://nowhere.invalid/' }, /^url's host nowhere\.invalid does not resolve/],
-    [{ url: 7 }, undefined],
-    [{}, undefined],
-    [{ url: 'https://127.0.0.1/', events: 'token.created' }, undefined],
+    // The schema's refusals: the field and what it must be.
+    [{ url: 7 }, 'url must be a string'],
+    [{}, 'url is required'],
+    [{ url: 'https://127.0.0.1/', events: 'token.created' }, 'events must be an array of strings'],
   ])('refuse %j with 422', async (body, details) => {
     const res = await admin(h.app, 'POST', '/webhooks', body)
     expect(res.status).toBe(422)
     expect(res.body.message).toBe('resources are invalid')
-    if (details === undefined) expect(res.body.details).toBeUndefined()
-    else expect(res.body.details).toMatch(details)
+    expect(res.body.details).toMatch(details)
   })
 
   it('page deliveries by event id and refuse an unknown start', async () => {

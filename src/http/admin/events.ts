@@ -144,7 +144,9 @@ export function eventRoutes(app: FastifyInstance, ctx: AppContext): void {
         security: operatorKey,
         querystring: Type.Object({ after: Type.Optional(Type.String()) }),
         headers: Type.Object({ 'last-event-id': Type.Optional(Type.String()) }),
-        response: { ...adminErrors(422) },
+        // The stream is written by hand (the reply is hijacked): its schema documents it only.
+        response: { 200: Type.String({ description: 'Server-Sent Events' }), ...adminErrors(422) },
+        mediaTypes: { 200: 'text/event-stream' },
       },
     },
     async (request: FastifyRequest, reply: FastifyReply) => {

@@ -58,31 +58,37 @@ function validBody(validation: Valid, sink: HeaderSink, verdict: Verdict) {
 
 /**
  * Retrieve's answer to a token that is not valid, or to no token: counted by the checkpoint
- * against the caller's address, then the code and what the token says (401 with no token).
+ * against the caller's address, then the code and what the token says (422 with no token, and
+ * `details` when two different tokens came instead of one).
  */
 export function answerInvalid(
   ctx: AppContext,
   validation: Exclude<Validation, Valid> | undefined,
   ip: string | undefined,
   sink: HeaderSink,
+  noToken?: string,
 ) {
   if (validation !== undefined) ctx.metrics.validated(validation)
   return andThen(ctx.checkpoint.address(validation, ip), (verdict) => {
     writeLimits(sink, verdict)
-    if (validation === undefined) throw new ApiError('accessTokenRequired')
+    if (validation === undefined) throw new ApiError('accessTokenRequired', noToken)
     sink.header('content-type', jsonType)
     if (validation.code === 'TokenMalformed') return '{"code":"TokenMalformed"}'
     return `{"code":"${validation.code}","token":${tokenJson(validation.parsed)}}`
   })
 }
 
-/** Retrieve's answer to what a token's validation says, or to no token (`undefined`). */
+/**
+ * Retrieve's answer to what a token's validation says, or to no token (`undefined`, with why
+ * as `noToken` when it helps).
+ */
 export const answerRetrieve = (
   ctx: AppContext,
   validation: Validation | undefined,
   ip: string | undefined,
   sink: HeaderSink,
+  noToken?: string,
 ) =>
   validation?.code === 'TokenValid'
     ? answerValid(ctx, validation, sink)
-    : answerInvalid(ctx, validation, ip, sink)
+    : answerInvalid(ctx, validation, ip, sink, noToken)

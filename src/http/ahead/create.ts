@@ -80,6 +80,8 @@ export function createFastPath(o: FastPathOptions): FastPath {
     const token = o.parseQuery(url.slice(12 + username.length)).access_token
     const ip = req.socket.remoteAddress
     if (token === undefined || ip === undefined) return false
+    // A token in the Authorization header as well: the guard's to compare (http/guard.ts).
+    if (req.headers.authorization !== undefined) return false
     // The guard refuses a token before the body is read: only a body it would take is read
     // here, without counting the token's use yet.
     if (!plain(o.ctx.tokens.peek(token), username, ip)) return false
@@ -162,7 +164,7 @@ function creating(ctx: AppContext) {
     method: 'POST',
     url: route,
     httpPart: 'body',
-  }) as (value: unknown) => { error?: unknown }
+  }) as (value: unknown) => { error?: ApiError }
   return async (
     account: AccountRecord,
     principal: Principal,
@@ -182,7 +184,8 @@ function creating(ctx: AppContext) {
     // As the route's preValidation: what this token may create, before the schema.
     const refused = creationRefusal(principal, asksTemporary(body))
     if (refused !== undefined) throw refused
-    if (checkBody(body).error !== undefined) throw new ApiError('invalidResources')
+    const { error } = checkBody(body)
+    if (error !== undefined) throw error
     const input = body as Static<typeof CreateBody>
     if (input.expires === undefined) return ctx.tokens.createJson(account, principal, input, actor)
     const t = await ctx.tokens.createTemporary(

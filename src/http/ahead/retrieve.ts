@@ -22,6 +22,8 @@ export function retrieveFastPath(o: FastPathOptions): FastPath {
     if (o.trustProxy && req.headers['x-forwarded-proto'] !== 'https') return false
     const token = o.parseQuery(url.slice(11)).access_token
     if (token === undefined || token === '') return false
+    // A token in the Authorization header as well: the route's to compare (http/guard.ts).
+    if (req.headers.authorization !== undefined) return false
     const validation = ctx.tokens.validate(token)
     // Behind a proxy, a token not valid is counted against the client's address from
     // X-Forwarded-For: Fastify's to work out.

@@ -51,6 +51,7 @@ function githubReportRoute(scope: FastifyInstance, ctx: AppContext) {
     '/leaks/v1/github',
     {
       schema: {
+        operationId: 'reportLeaksFromGithub',
         summary: "Report leaked tokens (GitHub's secret scanning)",
         description:
           "GitHub's secret scanning partner programme: a JSON array of `{token, type, url, " +
@@ -60,6 +61,18 @@ function githubReportRoute(scope: FastifyInstance, ctx: AppContext) {
           'Tessera token (revoked or flagged), else `false_positive`. A bad or missing ' +
           'signature answers 401 and nothing is done; the same body again gets the same answer.',
         tags,
+        headers: Type.Object({
+          'github-public-key-identifier': Type.Optional(Type.String()),
+          'github-public-key-signature': Type.Optional(Type.String()),
+        }),
+        documentedBody: Type.Array(
+          Type.Object({
+            token: Type.String(),
+            type: Type.Optional(Type.String()),
+            url: Type.Optional(Type.String()),
+            source: Type.Optional(Type.String()),
+          }),
+        ),
         response: {
           200: Type.Array(
             Type.Object({
@@ -107,6 +120,8 @@ function publicReportRoute(scope: FastifyInstance, ctx: AppContext) {
     '/leaks/v1/revoke',
     {
       schema: {
+        operationId: 'reportLeaks',
+        rateLimited: true,
         summary: 'Report leaked tokens (anyone)',
         description:
           'In the shape of GitHub\'s credential revocation API: `{"credentials": [...]}`, at ' +
@@ -116,6 +131,11 @@ function publicReportRoute(scope: FastifyInstance, ctx: AppContext) {
           'flagged, whatever LEAKED_TOKENS says: a pk is public by design, and nobody vouches ' +
           'for an anonymous report. Rate limited per client address.',
         tags,
+        documentedBody: Type.Object({
+          credentials: Type.Array(Type.String()),
+          url: Type.Optional(Type.String({ description: 'Where they were found' })),
+          source: Type.Optional(Type.String({ description: 'What found them' })),
+        }),
         response: { 202: Type.Null(), 422: ErrorBody, 429: ErrorBody },
       },
     },

@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify'
 import type { AppContext } from '../../context.js'
 import type { Validation as Checked } from '../../tokens/validator.js'
 import { answerRetrieve } from '../ahead/answers.js'
-import { accessToken, andThen } from '../guard.js'
+import { tokenApi } from '../documented.js'
+import { andThen, presentedToken, twoTokens, twoTokensDetails } from '../guard.js'
 import { handedOver } from '../handover.js'
 import { AccessTokenQuery, errorResponses, Validation } from '../schemas.js'
 
@@ -12,6 +13,7 @@ export function retrieveRoute(app: FastifyInstance, ctx: AppContext) {
     '/tokens/v2',
     {
       schema: {
+        ...tokenApi('retrieveToken'),
         summary: 'Retrieve and validate a token',
         querystring: AccessTokenQuery,
         response: { 200: Validation, ...errorResponses(422, 429) },
@@ -19,9 +21,12 @@ export function retrieveRoute(app: FastifyInstance, ctx: AppContext) {
     },
     // Not async: a cached or temporary token is answered without a promise.
     (request, reply) => {
-      const answer = (validation?: Checked) => answerRetrieve(ctx, validation, request.ip, reply)
-      const token = accessToken(request)
-      if (token === undefined) return answer()
+      const token = presentedToken(request)
+      if (typeof token !== 'string') {
+        const why = token === twoTokens ? twoTokensDetails : undefined
+        return answerRetrieve(ctx, undefined, request.ip, reply, why)
+      }
+      const answer = (validation: Checked) => answerRetrieve(ctx, validation, request.ip, reply)
       return andThen(handedOver(request.raw) ?? ctx.tokens.validate(token), answer)
     },
   )

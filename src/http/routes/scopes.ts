@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { AppContext } from '../../context.js'
 import type { AccountRecord } from '../../db/repositories.js'
+import { tokenApi } from '../documented.js'
 import { errorResponses, ScopeObject, UsernameParams } from '../schemas.js'
 
 export function scopeRoutes(app: FastifyInstance, ctx: AppContext) {
@@ -10,6 +11,7 @@ export function scopeRoutes(app: FastifyInstance, ctx: AppContext) {
     {
       config: { scope: 'scopes:list' },
       schema: {
+        ...tokenApi('listScopes'),
         summary: 'List the scopes available to an account',
         params: UsernameParams,
         response: { 200: Type.Array(ScopeObject), ...errorResponses(401, 404, 429) },

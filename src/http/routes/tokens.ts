@@ -7,12 +7,14 @@ import { fail } from '../../errors.js'
 import type { Principal } from '../../tokens/principal.js'
 import { asksTemporary, creationRefusal } from '../../tokens/rules.js'
 import { tokenActor } from '../actor.js'
+import { tokenApi } from '../documented.js'
 import { replayBody } from '../handover.js'
 import {
   CreateBody,
   CreateResult,
   errorResponses,
   ListQuery,
+  RollBody,
   TokenIdParams,
   TokenObject,
   UpdateBody,
@@ -43,6 +45,7 @@ function listRoute(app: FastifyInstance, ctx: AppContext) {
     {
       config: { scope: 'tokens:read' },
       schema: {
+        ...tokenApi('listTokens'),
         summary: 'List tokens',
         params: UsernameParams,
         querystring: ListQuery,
@@ -80,6 +83,7 @@ function createRoute(app: FastifyInstance, ctx: AppContext) {
     {
       config: { scope: 'tokens:write' },
       schema: {
+        ...tokenApi('createToken'),
         summary: 'Create a token, or a temporary token when the body has expires',
         params: UsernameParams,
         body: CreateBody,
@@ -112,6 +116,7 @@ function updateRoute(app: FastifyInstance, ctx: AppContext) {
     {
       config: { scope: 'tokens:write' },
       schema: {
+        ...tokenApi('updateToken'),
         summary: 'Update a token',
         params: TokenIdParams,
         body: UpdateBody,
@@ -138,6 +143,7 @@ function rollRoute(app: FastifyInstance, ctx: AppContext) {
     {
       config: { scope: 'tokens:write' },
       schema: {
+        ...tokenApi('rollToken'),
         summary: 'Roll a token',
         description:
           'Requires the `tokens:write` scope (Tessera). A new token replaces this one: a new id ' +
@@ -149,6 +155,7 @@ function rollRoute(app: FastifyInstance, ctx: AppContext) {
           'may change no token but itself (403 for the tokens that replaced it, 404 for any ' +
           'other) and create no permanent token (404).',
         params: TokenIdParams,
+        documentedBody: RollBody,
         response: { 200: TokenObject, ...changeErrors, ...errorResponses(409) },
       },
     },
@@ -174,6 +181,7 @@ function deleteRoute(app: FastifyInstance, ctx: AppContext) {
     {
       config: { scope: 'tokens:write' },
       schema: {
+        ...tokenApi('deleteToken'),
         summary: 'Delete a token',
         params: TokenIdParams,
         response: { 204: Type.Null(), ...changeErrors },
