@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely'
+import { type Kysely, PostgresAdapter, sql } from 'kysely'
 import { compiledOnce } from './compiled.js'
 import { toToken } from './repositories.js'
 import type { Database } from './schema.js'
@@ -60,7 +60,8 @@ export const tokenPagesRepo = {
 
   /**
    * A page of whole records in created order (the dashboard): after a position, or before one
-   * (then read backwards, nearest first, and returned in created order).
+   * (then read backwards, nearest first, and returned in created order); of one usage, and
+   * whose note or id contains `search` (case aside), when asked.
    */
   async browse(
     db: Executor,
@@ -68,6 +69,8 @@ export const tokenPagesRepo = {
       username: string
       after?: { at: string; id: string }
       before?: { at: string; id: string }
+      usage?: 'pk' | 'sk'
+      search?: string
       limit: number
     },
   ): Promise<{ rows: TokenRecord[] }> {
@@ -75,6 +78,16 @@ export const tokenPagesRepo = {
     const at = f.before ?? f.after
     const direction = backwards ? 'desc' : 'asc'
     let q = db.selectFrom('tokens').selectAll().where('username', '=', f.username)
+    if (f.usage !== undefined) q = q.where('usage', '=', f.usage)
+    if (f.search !== undefined) {
+      const pattern = `%${f.search.replace(/[\\%_]/g, '\\$&')}%`
+      const note = isPostgres(db)
+        ? sql`document::json ->> 'note'`
+        : sql`json_extract(document, '$.note')`
+      q = q.where(
+        sql<boolean>`(lower(${note}) like lower(${pattern}) escape '\\' or lower(id) like lower(${pattern}) escape '\\')`,
+      )
+    }
     if (at !== undefined) {
       q = q.where((eb) =>
         eb(eb.refTuple('created', 'id'), backwards ? '<' : '>', eb.tuple(at.at, at.id)),
@@ -88,3 +101,5 @@ export const tokenPagesRepo = {
     return { rows: rows.map(toToken) }
   },
 }
+
+const isPostgres = (db: Executor) => db.getExecutor().adapter instanceof PostgresAdapter

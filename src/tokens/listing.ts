@@ -62,14 +62,23 @@ export async function listPage(
   return { body: `[${entries.join(',')}]`, next }
 }
 
+/** Which page of the dashboard's listing, and of which tokens: one usage, a text in the note or id. */
+export interface BrowseQuery {
+  start?: string
+  before?: string
+  usage?: 'pk' | 'sk'
+  search?: string
+}
+
 /**
  * A page of the account's tokens in created order, for people rather than clients: whole
- * objects, and cursors both ways. `start` and `before` are cursors of this listing.
+ * objects, and cursors both ways. `start` and `before` are cursors of this listing; the same
+ * cursors serve a listing narrowed by `usage` and `search`.
  */
 export async function browsePage(
   records: TokenRecords,
   account: AccountRecord,
-  page: { start?: string; before?: string },
+  page: BrowseQuery,
   limit: number,
 ): Promise<{ tokens: TokenView[]; next?: string; previous?: string }> {
   const { username } = account
@@ -83,6 +92,8 @@ export async function browsePage(
     username,
     after,
     before,
+    usage: page.usage,
+    search: page.search,
     limit: limit + 1,
   })
   const more = rows.length > limit

@@ -13,7 +13,7 @@ import {
   type TokenFields,
 } from './creation.js'
 import type { Keyring } from './keyring.js'
-import { browsePage, type ListQuery, listPage } from './listing.js'
+import { type BrowseQuery, browsePage, type ListQuery, listPage } from './listing.js'
 import type { Principal } from './principal.js'
 import { type NewTokenFields, TokenRecords } from './records.js'
 import { removeToken, rollToken, sweepRetired, type TokenChange, updateToken } from './updates.js'
@@ -165,7 +165,7 @@ export class TokenService {
   /** A page of the account's tokens in created order, for people (see browsePage). */
   browse(
     account: AccountRecord,
-    page: { start?: string; before?: string },
+    page: BrowseQuery,
     limit = 100,
   ): Promise<{ tokens: TokenView[]; next?: string; previous?: string }> {
     return browsePage(this.records, account, page, limit)

@@ -148,6 +148,7 @@ describe.skipIf(!available)('accessibility of every dashboard page', () => {
     const { context, page } = await signedIn(dash.browser, dash.server, 'a11yerrors')
     await visit(page, `${dash.server.url}/account/tokens/new`)
     await field(page, 'Note').fill('bad url')
+    await checkbox(page, 'styles:read').check()
     await field(page, 'Allowed URLs').fill('not a url')
     expect((await click(page, 'Create token')).statuses).toEqual([422])
     await inspect(page, 'form-error')

@@ -152,7 +152,7 @@ describe.skipIf(!available)('token hygiene in the dashboard', () => {
     await field(page, 'Expires at').fill('')
     expect((await click(page, 'Save changes')).statuses).toEqual([422])
     expect(await page.getByRole('alert').innerText()).toContain(
-      "The account's token policy requires a secret token to end within 90 days",
+      'Your account’s token policy requires a secret token to end within 90 days: Expires at may not be removed.',
     )
     await field(page, 'Expires at').fill(fieldValue(deployEnd))
     expect((await click(page, 'Save changes')).statuses).toEqual([303, 200])
@@ -213,13 +213,13 @@ describe.skipIf(!available)('token hygiene in the dashboard', () => {
       const items = await noticeTexts(region)
       expect(items, where).toHaveLength(3)
       expect(items[0]).toMatch(
-        /^website pk was rolled: its old string stops working .+ \(in (59|60) minutes\)/,
+        /^website old string pk was rolled: it stops working .+ \(in (59|60) minutes\)/,
       )
       expect(items[1]).toContain(`deploy sk expires ${dayText(deployEnd)} (in 3 days)`)
       expect(items[2]).toContain(`widget pk expires ${dayText(widgetEnd)} (in 5 days)`)
       expect(await actionNames(region), where).toEqual([
         'Delete deploy',
-        'Delete website',
+        'Delete the old string of website',
         'Delete widget',
         'Extend deploy',
         'Extend widget',
@@ -233,7 +233,7 @@ describe.skipIf(!available)('token hygiene in the dashboard', () => {
     await page.screenshot({ path: path.join(screenshotDir, 'doc-notices.png') })
     // Delete leads to the confirmation of the existing flow.
     await visit(page, `${dash.server.url}/account`)
-    await link(attention(page), 'Delete website').click()
+    await link(attention(page), 'Delete the old string of website').click()
     await page.waitForURL(/\/delete$/)
     expect(await heading(page)).toBe('Delete this token?')
   })
@@ -289,7 +289,7 @@ describe.skipIf(!available)('token hygiene in the dashboard', () => {
 
       // A developer extends and deletes tokens, but changes no policy, even by a forged form.
       await visit(dev.page, `${dash.server.url}/account/settings`)
-      expect(await actionNames(attention(dev.page))).toEqual(['Delete website'])
+      expect(await actionNames(attention(dev.page))).toEqual(['Delete the old string of website'])
       expect(await button(dev.page, 'Save token policy').count()).toBe(0)
       const csrf = (await formOf(button(dev.page, 'Sign out everywhere'))).fields.find(
         ([k]) => k === '_csrf',
@@ -334,7 +334,7 @@ describe.skipIf(!available)('token hygiene in the dashboard', () => {
     await field(page, 'Delete tokens unused for (days)').fill('3')
     expect((await click(page, 'Save token policy')).statuses).toEqual([422])
     expect(await section.getByRole('alert').innerText()).toBe(
-      'Delete tokens unused for (days) must be a whole number from 8 to 3650',
+      'The token policy was not saved.\n\nDelete tokens unused for (days) must be a whole number from 8 to 3650.',
     )
     await inspect(page, 'token-policy-refused')
 
@@ -374,7 +374,7 @@ describe.skipIf(!available)('token hygiene in the dashboard', () => {
     const refused = await click(page, 'Create token')
     expect(refused.statuses).toEqual([422])
     expect(await page.getByRole('alert').innerText()).toContain(
-      "The account's token policy requires a secret token to end within 30 days",
+      'Your account’s token policy requires a secret token to end within 30 days: set Expires at.',
     )
     expect(await field(page, 'Note').inputValue()).toBe('forever')
     expect(await checkbox(page, 'tokens:read').isChecked()).toBe(true)

@@ -152,6 +152,7 @@ describe.skipIf(!available)('dashboard security', () => {
       const { context, page } = await signedIn(dash.browser, dash.server, 'csrfdelete')
       await visit(page, `${dash.server.url}/account/tokens/new`)
       await field(page, 'Note').fill('keep me')
+      await checkbox(page, 'styles:read').check()
       await click(page, 'Create token')
       const token = await field(page, 'New token').inputValue()
       await visit(page, `${dash.server.url}/account`)
@@ -238,6 +239,7 @@ describe.skipIf(!available)('dashboard security', () => {
 
     await visit(page, `${dash.server.url}/account/tokens/new`)
     await field(page, 'Note').fill(note)
+    await checkbox(page, 'styles:read').check()
     expect((await click(page, 'Create token')).statuses).toEqual([200])
     await visit(page, `${dash.server.url}/account`)
     await expect(link(tokenRow(page, note), note).innerText()).resolves.toBe(note)

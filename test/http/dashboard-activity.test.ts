@@ -90,7 +90,10 @@ describe('the Activity page', () => {
     })
     expect(tk.status).toBe(200)
     h.clock.now = T0 + 5000
-    const scratch = await browser.post('/account/tokens/new', { note: 'scratch' })
+    const scratch = await browser.post('/account/tokens/new', {
+      note: 'scratch',
+      scopes: 'styles:read',
+    })
     const scratchId = /href="\/account\/tokens\/(c[a-z0-9]{24})">Token settings/.exec(
       scratch.body,
     )?.[1] as string
@@ -137,7 +140,7 @@ describe('the Activity page', () => {
       ],
       [
         at(T0 + 5000),
-        'Token created pk · no scopes',
+        'Token created pk · styles:read',
         'alice (password)',
         `Token ${short(scratchId)} (deleted)`,
         '127.0.0.1',

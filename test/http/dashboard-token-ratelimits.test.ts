@@ -31,7 +31,7 @@ describe("a token's page and its own rate limits", () => {
     const token = await h.ctx.tokens.create(h.alice, holder, input, cliActor)
     const page = await browser.get(`/account/tokens/${token.id}`)
     expect(page.status).toBe(200)
-    expect(section(page.body)).toContain('<h2 id="token-ratelimits-heading">Rate limits</h2>')
+    expect(section(page.body)).toContain('<h3 id="token-ratelimits-heading">Rate limits</h3>')
     expect(rows(page.body)).toEqual([
       '|burst|20|1 second|',
       '|daily|100,000 (a request counts 2)|1 day|',

@@ -346,7 +346,7 @@ describe("a token's page", () => {
     await countSome()
     await h.ctx.usage.flush()
     const page = await owner.get(`/account/tokens/${website.id}`)
-    expect(page.body).toContain('<h2 id="usage-heading">Verifications</h2>')
+    expect(page.body).toContain('<h3 id="usage-heading">Verifications</h3>')
     expect(page.body).toContain(
       '<strong>1,491</strong> verifications in the last 24 hours: 1,486 valid, 5 refused.</p>',
     )

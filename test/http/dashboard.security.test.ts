@@ -121,7 +121,7 @@ describe('dashboard security (DASHBOARD.md section 5)', () => {
     }
     const viaReferer = await b.post(
       '/account/tokens/new',
-      { note: 'ok' },
+      { note: 'ok', scopes: 'styles:read' },
       { origin: undefined, referer: 'https://tessera.test/account/tokens/new' },
     )
     expect(viaReferer.status).toBe(200)

@@ -41,8 +41,18 @@ function usageHint() {
   update()
 }
 
+// A Copy button is rendered hidden: it does nothing without this file.
+function showCopyButtons() {
+  for (const button of document.querySelectorAll('button[data-copy][hidden]')) {
+    button.hidden = false
+  }
+}
+
 document.addEventListener('click', (event) => {
   const button = event.target.closest('button[data-copy]')
   if (button) copy(button)
 })
-document.addEventListener('DOMContentLoaded', usageHint)
+document.addEventListener('DOMContentLoaded', () => {
+  showCopyButtons()
+  usageHint()
+})

@@ -1,5 +1,6 @@
 import type { AccountRecord } from '../../accounts/service.js'
 import type { AppContext } from '../../context.js'
+import type { Notice } from '../../hygiene/hygiene.js'
 import type { TokenPolicy } from '../../token-policy.js'
 import type { TokenView } from '../../tokens/service.js'
 import type { NoticeShown } from '../views/notices.js'
@@ -23,13 +24,31 @@ export function extendTo(token: TokenView, policy: TokenPolicy, now: number): st
   return to > Date.parse(token.expiresAt) ? new Date(to).toISOString() : undefined
 }
 
+const byTime = (a: Notice, b: Notice) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0)
+
+/**
+ * One notice a token, its soonest. A rolled token's old string ends at its retiring end (or its
+ * own end of life, if sooner): that is its notice, never Extend (its successor carries the end
+ * of life on, and is told and extended on its own line).
+ */
+export function oneEach(notices: readonly Notice[]): Notice[] {
+  const of = new Map<string, Notice[]>()
+  for (const n of notices) of.set(n.token.id, [...(of.get(n.token.id) ?? []), n])
+  const one = [...of.values()].map((list) => {
+    const [soonest, ...rest] = [...list].sort(byTime) as [Notice, ...Notice[]]
+    const retiring = [soonest, ...rest].find((n) => n.kind === 'retiring')
+    return retiring === undefined ? soonest : { ...retiring, at: soonest.at }
+  })
+  return one.sort(byTime)
+}
+
 /** What needs the account's attention soon (of one token, when given), with Extend's ends. */
 export async function noticesOf(
   ctx: AppContext,
   account: AccountRecord,
   tokenId?: string,
 ): Promise<NoticeShown[]> {
-  const upcoming = await ctx.hygiene.upcoming(account.username)
+  const upcoming = oneEach(await ctx.hygiene.upcoming(account.username))
   const { effective } = ctx.accounts.tokenPolicy(account)
   const now = ctx.tokens.now()
   return upcoming

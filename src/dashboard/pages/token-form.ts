@@ -5,8 +5,9 @@ import { CreateBody, UpdateBody } from '../../http/schemas.js'
 import type { Session } from '../../people/sessions.js'
 import type { TokenFields } from '../../tokens/service.js'
 import { confirmPath, recentlyProven, tokenMakingScope } from '../session.js'
-import type { FormError } from '../views/forms.js'
-import type { TokenFormValues } from '../views/tokens.js'
+import type { FieldError, FormError } from '../views/forms.js'
+import type { TokenFormValues } from '../views/token-form.js'
+import { FormRefusal, linesOf, quoted } from './token-refusals.js'
 
 /** What a token form sent, kept as typed so that a refused form shows it again. */
 export const readTokenForm = (f: URLSearchParams): TokenFormValues => ({
@@ -40,17 +41,30 @@ const bodies = {
 }
 
 /**
+ * What a new token needs that the API leaves optional: a note, so that the list names it, and a
+ * scope, so that it can do something (the form starts with neither).
+ */
+export function missingOnCreate(values: TokenFormValues): FieldError[] {
+  const missing: FieldError[] = []
+  if (values.note.trim() === '') {
+    missing.push({
+      id: 'note',
+      text: 'Enter a note: what the token is for, so that you recognise it later.',
+    })
+  }
+  if (values.scopes.size === 0) missing.push({ id: 'scopes', text: 'Choose at least one scope.' })
+  return missing
+}
+
+/**
  * The form as the API's body would be, checked by the API's own schema (the note's length and
- * the shape of every field) before the token service applies the rest of the rules.
+ * the shape of every field) before the token service applies the rest of the rules; on create,
+ * a note and a scope first (`missingOnCreate`). Refused with a FormRefusal.
  */
 export function tokenFields(values: TokenFormValues, kind: keyof typeof bodies): TokenFields {
-  const lines = (text: string) =>
-    text
-      .split(/\r?\n/)
-      .map((line) => line.trim())
-      .filter((line) => line !== '')
-  const urls = lines(values.allowedUrls)
-  const ips = lines(values.allowedIps)
+  const missing = kind === 'create' ? missingOnCreate(values) : []
+  const urls = linesOf(values.allowedUrls)
+  const ips = linesOf(values.allowedIps)
   // The token page sends the end it showed: unchanged, it is left as stored (to the millisecond,
   // and an end already past is not refused as one in the past).
   const unchanged =
@@ -76,25 +90,55 @@ export function tokenFields(values: TokenFormValues, kind: keyof typeof bodies):
   const check = bodies[kind]
   if (!check.Check(body)) {
     const first = check.Errors(body).First()
-    throw new ApiError('invalidResources', describe(first?.path ?? '', first?.schema))
+    const path = first?.path ?? ''
+    const at = describe(path, first?.schema, fields)
+    if (at === undefined) {
+      throw new ApiError(
+        'invalidResources',
+        `the ${path.split('/')[1] ?? 'form'} field is not valid`,
+      )
+    }
+    // Told together with a missing note or scope, in the order of the form.
+    const order = ['note', 'scopes', 'allowed-urls', 'allowed-ips', 'expires-at']
+    const all = [...missing.filter((m) => m.id !== at.id), at]
+    throw new FormRefusal(all.sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id)))
   }
+  if (missing.length > 0) throw new FormRefusal(missing, false)
   return fields
 }
 
-const describe = (path: string, schema: TSchema | undefined) => {
-  const field = path.split('/')[1] ?? 'form'
+/** The first problem the schema found, at its field, in the form's words. */
+function describe(
+  path: string,
+  schema: TSchema | undefined,
+  fields: TokenFields,
+): FieldError | undefined {
+  const [, field = 'form', index] = path.split('/')
   const max = (schema as { maxLength?: number; maxItems?: number } | undefined) ?? {}
+  const line = (list: readonly string[] | null | undefined) => quoted(list?.[Number(index)] ?? '')
   if (field === 'note' && max.maxLength !== undefined) {
-    return `the note may be at most ${max.maxLength} characters`
+    return { id: 'note', text: `The note may be at most ${max.maxLength} characters.` }
   }
   if (field === 'allowedUrls' && max.maxItems !== undefined) {
-    return `a token may have at most ${max.maxItems} allowed URLs`
+    return { id: 'allowed-urls', text: `Give at most ${max.maxItems} allowed URLs.` }
   }
-  if (field === 'expiresAt') return 'expires at must be a date and time (UTC)'
+  if (field === 'allowedUrls' && max.maxLength !== undefined) {
+    const text = `${line(fields.allowedUrls)} is longer than ${max.maxLength} characters.`
+    return { id: 'allowed-urls', text }
+  }
   if (field === 'allowedIps' && max.maxItems !== undefined) {
-    return `a token may have at most ${max.maxItems} IP ranges`
+    return { id: 'allowed-ips', text: `Give at most ${max.maxItems} IP addresses or ranges.` }
   }
-  return `the ${field} field is not valid`
+  if (field === 'allowedIps') {
+    return {
+      id: 'allowed-ips',
+      text: `${line(fields.allowedIps)} is not an IP address or CIDR block.`,
+    }
+  }
+  if (field === 'expiresAt') {
+    return { id: 'expires-at', text: 'Expires at must be a date and time (UTC).' }
+  }
+  return undefined
 }
 
 /**

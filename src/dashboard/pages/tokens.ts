@@ -7,14 +7,9 @@ import type { CreditFormValues } from '../views/credits.js'
 import type { FormError } from '../views/forms.js'
 import type { SignedIn } from '../views/layout.js'
 import { defaultPeriod, periodOf } from '../views/periods.js'
+import { newTokenView, type TokenFormValues } from '../views/token-form.js'
 import { tokenPageView } from '../views/token-page.js'
-import {
-  deleteView,
-  newTokenView,
-  revealView,
-  type TokenFormValues,
-  tokensView,
-} from '../views/tokens.js'
+import { deleteView, revealView } from '../views/tokens.js'
 import { noticesOf } from './hygiene-data.js'
 import {
   askedForm,
@@ -25,6 +20,8 @@ import {
   tokenFields,
   tokenMakingRefusal,
 } from './token-form.js'
+import { tokenListPage } from './token-list.js'
+import { tokenFormError } from './token-refusals.js'
 import { bucketsOf, noSuchPeriod, periodAsked } from './usage-data.js'
 
 const developers = { config: { role: 'developer' as const } }
@@ -32,42 +29,19 @@ const creditNotices: Record<string, string> = {
   saved: 'Credits saved',
   removed: 'Credit limit removed',
 }
-const listNotices: Record<string, string> = {
-  deleted: 'Token deleted.',
-  extended: 'Token extended.',
-}
 
 /** The tokens page, creating a token, a token's page and its deletion. */
 export function tokenPages(app: FastifyInstance, deps: DashboardDeps) {
-  listAndCreatePages(app, deps)
+  tokenListPage(app, deps)
+  createPages(app, deps)
   tokenOwnPages(app, deps)
 }
 
-/** The tokens page and creating a token. */
-function listAndCreatePages(app: FastifyInstance, { ctx }: DashboardDeps) {
+/** Creating a token. */
+function createPages(app: FastifyInstance, { ctx }: DashboardDeps) {
   const { catalog, tokens, accounts } = ctx
   const scopesOf = (a: { plan: string; features: string[] }) =>
     catalog.availableTo(a.plan, a.features)
-
-  app.get('/', async (request, reply) => {
-    const { account, signedIn } = holderOf(request)
-    const q = request.query as { start?: string; before?: string; done?: string }
-    const page = await tokens.browse(account, { start: q.start, before: q.before })
-    if (q.start === undefined && q.before === undefined) {
-      // Created with the account, the default token is first anyway, unless clocks disagreed.
-      const at = page.tokens.findIndex((t) => t.default)
-      if (at > 0) page.tokens.unshift(...page.tokens.splice(at, 1))
-    }
-    const notice = textOf(listNotices, q.done)
-    const [lastUsed, leaked, notices] = await Promise.all([
-      ctx.usage.lastUsed(page.tokens.map((t) => t.id)),
-      ctx.leaks.kept(account),
-      noticesOf(ctx, account),
-    ])
-    const now = tokens.now()
-    const view = tokensView({ signedIn, ...page, lastUsed, now, notice, leaked, notices })
-    return sendPage(reply, view)
-  })
 
   // Empty, or filled in as it was left for "Confirm it's you" (as GitHub's new-token page takes
   // its fields from the query): nothing is made until the form is sent.
@@ -109,7 +83,7 @@ function listAndCreatePages(app: FastifyInstance, { ctx }: DashboardDeps) {
       })
       return sendPage(reply, view)
     } catch (err) {
-      const { status, ...error } = formError(err)
+      const { status, ...error } = tokenFormError(err, 'create', values)
       return sendPage(
         reply,
         newTokenView({
@@ -213,7 +187,7 @@ function tokenOwnPages(app: FastifyInstance, { ctx }: DashboardDeps) {
       await tokens.update(account, accounts.holder(account), id, fields, actor)
       return redirect(reply, `/account/tokens/${id}?saved=1`)
     } catch (err) {
-      const { status, ...error } = formError(err)
+      const { status, ...error } = tokenFormError(err, 'update', values)
       return sendPage(reply, await tokenPage(ctx, account, { signedIn, values, error }, id), status)
     }
   })

@@ -47,11 +47,11 @@ const facts = (c: CreditsShown) => html`<dl class="facts">
 const option = (value: string, text: string, chosen: string) =>
   html`<option value="${value}"${when(chosen === value, 'selected')}>${text}</option>`
 
-/** The owner's form: set the balance and its refill, or remove the limit. */
+/** The owner's form (under the card's h3): set the balance and its refill, or remove the limit. */
 function creditsForm(action: string, v: CreditFormValues, signedIn: SignedIn, has: boolean) {
   return html`<form method="post" action="${action}" novalidate>
   ${csrf(signedIn.csrf)}
-  <h3>${has ? 'Change credits' : 'Set a credit limit'}</h3>
+  <h4>${has ? 'Change credits' : 'Set a credit limit'}</h4>
   <label for="credits-remaining">Credits remaining</label>
   <input id="credits-remaining" name="remaining" type="number" inputmode="numeric" min="0" step="1" value="${v.remaining}">
   <label for="credits-refill">Refill</label>
@@ -78,9 +78,16 @@ ${
 }`
 }
 
-const card = (about: string, c: CreditsShown | undefined, rest: Html, error?: FormError) =>
+/** The card: a section of its page (h2), or of a token's "Limits and credits" (h3). */
+const card = (
+  level: 'h2' | 'h3',
+  about: string,
+  c: CreditsShown | undefined,
+  rest: Html,
+  error?: FormError,
+) =>
   html`<section aria-labelledby="credits-heading" class="card credits">
-  <h2 id="credits-heading">Credits</h2>
+  ${level === 'h2' ? html`<h2 id="credits-heading">Credits</h2>` : html`<h3 id="credits-heading">Credits</h3>`}
   ${alert(error)}
   <p class="hint">${about} The API’s own token check never spends credits.</p>
   ${c === undefined ? html`<p><strong>No credit limit</strong>: verifications are not metered.</p>` : facts(c)}
@@ -93,6 +100,7 @@ const card = (about: string, c: CreditsShown | undefined, rest: Html, error?: Fo
  */
 export const accountCreditsCard = (credits: CreditsShown | undefined) =>
   card(
+    'h2',
     'Credits of the account are shared by all its tokens: each verification that costs credits takes them from here (and from the token’s own, when it has some).',
     credits,
     html`<p class="hint">Your provider sets the account’s credits.</p>`,
@@ -109,6 +117,7 @@ export function tokenCreditsCard(v: {
 }) {
   const c = v.credits
   return card(
+    'h3',
     'Credits of this token alone: each verification that costs credits takes them from here (and from the account’s, when it has some).',
     c,
     v.signedIn.role === 'owner'

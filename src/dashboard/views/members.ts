@@ -67,7 +67,7 @@ export function membersView(v: {
   <p class="warning">Pass this link on to ${v.created.email}: it lets one person join as ${v.created.role}, within 7 days. It will not be shown again.</p>
   ${mailedNotice(v.created)}
   <label for="invitation-link">Invitation link</label>
-  <div class="copy-row"><input id="invitation-link" readonly value="${v.created.url}" spellcheck="false"><button type="button" class="secondary copy" data-copy="invitation-link">Copy</button></div>
+  <div class="copy-row"><input id="invitation-link" readonly value="${v.created.url}" spellcheck="false"><button type="button" class="secondary copy" data-copy="invitation-link" hidden>Copy</button></div>
   <p class="visually-hidden" id="copy-status" role="status"></p>
 </div>`
     }
@@ -115,7 +115,7 @@ function invitationsSection(v: MembersPage) {
 }
 
 function policySection(v: MembersPage) {
-  return html`<section aria-labelledby="policy-heading" class="card">
+  return html`<section aria-labelledby="policy-heading" class="card sign-in-policy">
   <h2 id="policy-heading">Sign-in policy</h2>
   ${
     v.policy.byOperator

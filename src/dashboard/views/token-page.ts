@@ -6,12 +6,14 @@ import { windowText } from './account.js'
 import { periodLinks, usageChart } from './chart.js'
 import { type CreditFormValues, type CreditsShown, tokenCreditsCard } from './credits.js'
 import { dayOf, fromNow } from './expiry.js'
-import { alert, copyable, csrf, type FormError, notice, time } from './forms.js'
+import { alert, csrf, type FormError, notice, time } from './forms.js'
 import { html } from './html.js'
 import { layout, type SignedIn } from './layout.js'
 import { type NoticeShown, noticesSection } from './notices.js'
 import type { Bucket, Period } from './periods.js'
-import { fields, leakReport, type TokenFormValues } from './tokens.js'
+import { fields, type TokenFormValues } from './token-form.js'
+import { tokenString } from './token-string.js'
+import { leakReport } from './tokens.js'
 import { lastUsedText } from './usage.js'
 
 /**
@@ -61,6 +63,28 @@ export function tokenPageView(v: {
   return layout(
     { title: t.note !== '' ? t.note : t.id, signedIn: v.signedIn, section: 'tokens' },
     html`${v.leak === undefined ? '' : leakBanner(v.leak, t.usage)}${v.retiresAt === undefined ? '' : retiringNotice(v.retiresAt)}${notice(v.notice)}${alert(v.error)}${noticesSection({ signedIn: v.signedIn, notices: v.notices ?? [], now: v.now, back: `/account/tokens/${t.id}`, own: true })}
+${overview(v)}
+<section aria-labelledby="settings-heading" class="part">
+  <h2 id="settings-heading">Settings</h2>
+  ${v.signedIn.role === 'viewer' ? readOnly(t) : editable(v)}
+</section>
+<section aria-labelledby="limits-heading" class="part">
+  <h2 id="limits-heading">Limits and credits</h2>
+  ${ownLimits(t.ratelimits ?? [])}
+  ${tokenCreditsCard({ signedIn: v.signedIn, action: `/account/tokens/${t.id}/credits`, credits: v.credits, values: v.creditValues, error: v.creditError })}
+</section>
+${v.signedIn.role === 'viewer' ? '' : dangerZone(v)}`,
+  )
+}
+
+type TokenPage = Parameters<typeof tokenPageView>[0]
+
+/** What the token is, its string, and how it has been used. */
+const overview = (v: TokenPage) => {
+  const t = v.token
+  return html`<section aria-labelledby="overview-heading" class="part overview">
+<h2 id="overview-heading">Overview</h2>
+<div class="card">
 <dl class="facts">
   <dt>Id</dt><dd><code>${t.id}</code></dd>
   <dt>Usage</dt><dd>${t.usage === 'pk' ? 'public (pk)' : 'secret (sk)'}${t.default ? ', the default token' : ''}</dd>
@@ -68,20 +92,18 @@ export function tokenPageView(v: {
   <dt>Modified</dt><dd>${time(t.modified)}</dd>
   <dt>Last used</dt><dd>${lastUsedText(v.lastUsed, t.created, v.now)}</dd>
   <dt>Expires</dt><dd>${endOfLife(t, v.now)}</dd>
-  <dt>Token</dt><dd>${t.token === undefined ? 'A secret token is shown only once, when it is created.' : copyable('token-string', t.token)}</dd>
+  <dt>Token</dt><dd>${t.token === undefined ? 'A secret token is shown only once, when it is created.' : tokenString('token-string', t.token)}</dd>
 </dl>
 <p class="visually-hidden" id="copy-status" role="status"></p>
-${t.ratelimits === undefined || t.ratelimits.length === 0 ? '' : ownLimits(t.ratelimits)}
+</div>
 <section aria-labelledby="usage-heading" class="card">
   <div class="card-head">
-    <h2 id="usage-heading">Verifications</h2>
+    <h3 id="usage-heading">Verifications</h3>
     ${periodLinks(`/account/tokens/${t.id}`, v.period)}
   </div>
   ${usageChart(v.period, v.buckets)}
 </section>
-${tokenCreditsCard({ signedIn: v.signedIn, action: `/account/tokens/${t.id}/credits`, credits: v.credits, values: v.creditValues, error: v.creditError })}
-${v.signedIn.role === 'viewer' ? readOnly(t) : editable(v)}`,
-  )
+</section>`
 }
 
 /** Its end of life, and how far off; or that it has none. */
@@ -96,8 +118,10 @@ const endOfLife = (t: TokenView, now: number) => {
  * change them, so a save keeps them.
  */
 const ownLimits = (limits: NonNullable<TokenView['ratelimits']>) =>
-  html`<section aria-labelledby="token-ratelimits-heading" class="card">
-  <h2 id="token-ratelimits-heading">Rate limits</h2>
+  limits.length === 0
+    ? html`<p class="hint">No rate limits of its own: your account’s apply (Settings). A token’s own limits are set through the API (<code>ratelimits</code>).</p>`
+    : html`<section aria-labelledby="token-ratelimits-heading" class="card">
+  <h3 id="token-ratelimits-heading">Rate limits</h3>
   <table class="ratelimits">
   <caption class="visually-hidden">Rate limits of this token</caption>
   <thead><tr><th scope="col">Name</th><th scope="col">Limit</th><th scope="col">Window</th></tr></thead>
@@ -112,8 +136,7 @@ const ownLimits = (limits: NonNullable<TokenView['ratelimits']>) =>
 </section>`
 
 /** A viewer's view of a token's settings: text, no form. */
-const readOnly = (t: TokenView) => html`<section aria-labelledby="settings-heading" class="card">
-  <h2 id="settings-heading">Settings</h2>
+const readOnly = (t: TokenView) => html`<div class="card">
   <dl class="facts">
     <dt>Note</dt><dd>${t.note === '' ? html`<span class="none">none</span>` : t.note}</dd>
     <dt>Scopes</dt><dd>${t.scopes.length === 0 ? html`<span class="none">none</span>` : t.scopes.join(', ')}</dd>
@@ -121,15 +144,15 @@ const readOnly = (t: TokenView) => html`<section aria-labelledby="settings-headi
     <dt>Allowed IP addresses</dt><dd>${t.allowedIps === undefined ? html`<span class="none">any</span>` : t.allowedIps.join(', ')}</dd>
   </dl>
   <p class="hint">You are a viewer in this account: developers and owners change tokens.</p>
-</section>`
+</div>`
 
 /** Roll: when the old string ends, within the grace the token policy allows. */
-const rollForm = (v: Parameters<typeof tokenPageView>[0]) => {
+const rollForm = (v: TokenPage) => {
   const grace = v.policy?.rollGraceMaxHours
   const longest = grace ?? 24
-  return html`<form method="post" action="/account/tokens/${v.token.id}/roll" class="card" novalidate>
+  return html`<form method="post" action="/account/tokens/${v.token.id}/roll" novalidate>
   ${csrf(v.signedIn.csrf)}
-  <h2 id="roll">Roll this token</h2>
+  <h3 id="roll">Roll this token</h3>
   <p class="hint">A new token takes its place: a new string, the same note, scopes, allowed URLs and end of life. Give your applications the new string; the old one stops working when you choose.</p>
   <label for="roll-when">The old token stops working</label>
   <select id="roll-when" name="when"${grace === undefined ? '' : html` aria-describedby="roll-policy"`}>
@@ -142,19 +165,30 @@ const rollForm = (v: Parameters<typeof tokenPageView>[0]) => {
 </form>`
 }
 
-const editable = (v: Parameters<typeof tokenPageView>[0]) => {
-  const t = v.token
-  return html`<form method="post" action="/account/tokens/${t.id}" class="card" novalidate>
+const editable = (
+  v: TokenPage,
+) => html`<form method="post" action="/account/tokens/${v.token.id}" class="card" novalidate>
   ${csrf(v.signedIn.csrf)}
-  ${fields(v.scopes, v.values, v.policy)}
+  ${fields(v.scopes, v.values, v.policy, { error: v.error })}
   <button type="submit">Save changes</button>
-</form>
-${v.retiresAt === undefined ? rollForm(v) : ''}
-${
-  t.default
-    ? html`<p class="hint">The default token cannot be deleted.</p>`
-    : html`<form method="get" action="/account/tokens/${t.id}/delete" class="danger-zone">
-  <button type="submit" class="danger">Delete token</button>
 </form>`
-}`
+
+/** What ends the token's string: a roll (unless it was rolled already) and deletion. */
+const dangerZone = (v: TokenPage) => {
+  const t = v.token
+  return html`<section aria-labelledby="danger-heading" class="part">
+  <h2 id="danger-heading">Danger zone</h2>
+  <div class="card danger-card">
+  ${v.retiresAt === undefined ? rollForm(v) : html`<p class="hint">This token was rolled already: roll the token that replaced it.</p>`}
+  ${
+    t.default
+      ? html`<p class="hint">The default token cannot be deleted.</p>`
+      : html`<form method="get" action="/account/tokens/${t.id}/delete" class="delete">
+    <h3 id="delete-heading">Delete this token</h3>
+    <p class="hint">Every request that uses it is refused at once. This cannot be undone.</p>
+    <button type="submit" class="danger">Delete token</button>
+  </form>`
+  }
+  </div>
+</section>`
 }
