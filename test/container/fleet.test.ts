@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type Sent, startLoad } from './load.js'
 import {
   freePort,
   missingTools,
@@ -13,8 +14,9 @@ import {
 /**
  * compose.yaml's fleet (PostgreSQL, Redis, a migration, two instances, Caddy terminating TLS)
  * brought up with `deploy/fleet.sh up`: a token made through one instance is valid through the
- * other and through the round-robin route, and once deleted it is revoked on the other within
- * the contract's second.
+ * other and through the proxy's route to both, and once deleted it is revoked on the other within
+ * the contract's second; when an instance is killed under load, only the requests it had in
+ * flight fail, and the proxy's logs name no token.
  */
 
 // Containers find each other by name through CNI's dnsname plugin (podman 4 with CNI).
@@ -29,10 +31,19 @@ let up = false
 const exec = async (service: string, ...args: string[]) =>
   JSON.parse((await run(fleet, ['exec', service, ...args], env)).stdout)
 
+interface ProxyError {
+  msg: string
+  status: number
+  request: { method: string; uri: string }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
 const title = skip ? `the compose fleet (skipped: ${skip})` : 'the compose fleet'
 
 describe.skipIf(skip !== undefined)(title, () => {
   let tls = { ca: '', servername: 'localhost' }
+  let sk = ''
 
   beforeAll(async () => {
     ports.both = await freePort()
@@ -44,6 +55,8 @@ describe.skipIf(skip !== undefined)(title, () => {
       TESSERA_1_PORT: String(ports.one),
       TESSERA_2_PORT: String(ports.two),
       PUBLIC_URL: `https://localhost:${ports.both}`,
+      // The load below is one account's: the per-account limit would answer 429s.
+      RATE_LIMIT_PER_MINUTE: '1000000',
     }
     await run(fleet, ['down', '-v'], env).catch(() => {})
     const started = performance.now()
@@ -78,10 +91,19 @@ describe.skipIf(skip !== undefined)(title, () => {
       `tessera-1's CLI reached PostgreSQL in ${Math.round(performance.now() - reached)} ms`,
     )
     await exec('tessera-1', 'tessera', 'account', 'create', 'fleet')
-    const { token: sk } = await exec(
+    ;({ token: sk } = await exec(
       'tessera-1',
-      ...['tessera', 'token', 'create', 'fleet', '--scopes', 'tokens:read,tokens:write'],
-    )
+      ...[
+        'tessera',
+        'token',
+        'create',
+        'fleet',
+        '--scopes',
+        'tokens:read,tokens:write',
+        '--note',
+        'fleet',
+      ],
+    ))
 
     const created = await request(ports.one, 'POST', `/tokens/v2/fleet?access_token=${sk}`, tls, {
       note: 'made through tessera-1',
@@ -134,6 +156,72 @@ describe.skipIf(skip !== undefined)(title, () => {
       const answer = await request(ports.both, 'GET', '/readyz', tls)
       return answer.status === 200
     })
+  })
+
+  it('fails, when an instance is killed under load, only the requests it had in flight', async () => {
+    const connections = 6
+    const container = 'tessera-test_tessera-1_1'
+    const load = startLoad({ port: ports.both, tls, username: 'fleet', sk }, connections)
+    try {
+      await sleep(3000)
+      const killing = performance.now()
+      await podman('kill', '--signal', 'KILL', container)
+      const killed = performance.now()
+      await sleep(8000)
+      const sent = await load.stop()
+
+      const at = (t: number) => `${t >= killing ? '+' : ''}${(t - killing).toFixed(0)} ms`
+      const line = (s: Sent) =>
+        `${s.method} sent at ${at(s.sent)}, answered at ${at(s.answered)}: ${s.status || s.error}`
+      const failed = sent.filter((s) => s.status !== 200)
+      const after = sent.filter((s) => s.sent >= killed + 100)
+      const slowest = Math.max(...after.map((s) => s.answered - s.sent))
+      console.log(
+        `tessera-1 killed (podman kill took ${(killed - killing).toFixed(0)} ms) under` +
+          ` ${connections} connections: ${sent.length} requests, ${after.length} of them sent` +
+          ` from 0.1 s after the kill (the slowest answered in ${slowest.toFixed(0)} ms);` +
+          ` ${failed.length} failed${failed.map((s) => `\n  ${line(s)}`).join('')}`,
+      )
+      // The dead instance's own route has nowhere to send a create.
+      const refused = await request(ports.one, 'POST', `/tokens/v2/fleet?access_token=${sk}`, tls, {
+        note: 'to the dead instance',
+      })
+      // The proxy's error log says why each failed.
+      const logs = await podman('logs', '--since', '60s', 'tessera-test_proxy_1')
+      const errors = `${logs.stdout}${logs.stderr}`
+        .split('\n')
+        .filter((l) => l.includes('"http.log.error"'))
+        .map((l) => JSON.parse(l) as ProxyError)
+      console.log(errors.map((e) => `  ${e.request.method} ${e.status}: ${e.msg}`).join('\n'))
+      // Every request sent once the instance was dead is answered: the proxy tries the other.
+      expect(after.filter((s) => s.status !== 200).map(line)).toEqual([])
+      expect(after.filter((s) => s.method === 'POST').length).toBeGreaterThan(20)
+      expect(after.filter((s) => s.method === 'GET').length).toBeGreaterThan(20)
+      // What failed was on its way when the instance died: at most one request per connection.
+      expect(failed.filter((s) => s.answered < killing).map(line)).toEqual([])
+      expect(failed.length).toBeLessThanOrEqual(connections)
+      // Tokens travel in the query: the proxy logs none.
+      expect(refused.status).toBe(503)
+      expect(errors.at(-1)?.request.uri).toBe('/tokens/v2/fleet?access_token=REDACTED')
+      expect(`${logs.stdout}${logs.stderr}`).not.toContain(sk)
+
+      // The fleet serves on with the one instance left (podman restarts no container it killed).
+      const state = await podman('inspect', '--format', '{{.State.Status}}', container)
+      expect(state.stdout.trim()).toBe('exited')
+      for (let i = 0; i < 4; i++)
+        expect(await request(ports.both, 'GET', '/readyz', tls)).toEqual({
+          status: 200,
+          body: '{"status":"ready"}',
+        })
+    } finally {
+      await load.stop()
+      // Back to two instances for the next test, as `compose up` starts a stopped container.
+      await podman('start', container)
+      await until('tessera-1 ready again', 120, async () => {
+        const answer = await request(ports.one, 'GET', '/readyz', tls)
+        return answer.status === 200
+      })
+    }
   })
 
   it('stops cleanly: every instance exits 0 on SIGTERM', async () => {

@@ -95,7 +95,16 @@ describe.skipIf(skip !== undefined)(title, () => {
     const tls = await start(first, port)
 
     await tessera(first, 'account', 'create', 'acme')
-    const { token } = await tessera(first, 'token', 'create', 'acme', '--scopes', 'styles:read')
+    const { token } = await tessera(
+      first,
+      'token',
+      'create',
+      'acme',
+      '--scopes',
+      'styles:read',
+      '--note',
+      'image',
+    )
     expect(await retrieveCode(port, tls, token)).toBe('TokenValid')
     // The API reference and its assets (read from the package directory at run time).
     const page = await request(port, 'GET', '/docs', tls)
