@@ -154,12 +154,24 @@ async function startTarget(dialect) {
     'bench',
     '--scopes',
     'tokens:read,tokens:write,scopes:list,styles:read',
+    '--note',
+    'test',
   )
-  const pk = await tessera('token', 'create', 'bench', '--scopes', 'styles:read,fonts:read')
+  const pk = await tessera(
+    'token',
+    'create',
+    'bench',
+    '--scopes',
+    'styles:read,fonts:read',
+    '--note',
+    'test',
+  )
   let bigToken
   if (scale) {
     await fillScale(env)
-    bigToken = (await tessera('token', 'create', 'big', '--scopes', 'tokens:read')).token
+    bigToken = (
+      await tessera('token', 'create', 'big', '--scopes', 'tokens:read', '--note', 'test')
+    ).token
   }
   const service = await start(
     path.join(root, 'dist/src/server.js'),

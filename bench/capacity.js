@@ -69,8 +69,19 @@ async function main() {
           .stdout,
       )
     await cli('account', 'create', 'bench')
-    const sk = (await cli('token', 'create', 'bench', '--scopes', 'tokens:write,styles:read')).token
-    const pk = (await cli('token', 'create', 'bench', '--scopes', 'styles:read')).token
+    const sk = (
+      await cli(
+        'token',
+        'create',
+        'bench',
+        '--scopes',
+        'tokens:write,styles:read',
+        '--note',
+        'test',
+      )
+    ).token
+    const pk = (await cli('token', 'create', 'bench', '--scopes', 'styles:read', '--note', 'test'))
+      .token
     server = spawn(process.execPath, [path.join(root, 'dist/src/server.js')], {
       env,
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -307,13 +307,15 @@ export async function prepare({ base, ca, secret, cli, victims = 40 }) {
       name,
       '--scopes',
       'tokens:read,tokens:write,scopes:list',
+      '--note',
+      'test',
     )
     const scopes = expect200(
       await call(base, ca, 'GET', `/scopes/v1/${name}?access_token=${sk.token}`),
       'list scopes',
     ).map((s) => s.id)
     // Secret, holding every scope of the account: its creates pass the scope checks.
-    const rich = await cli('token', 'create', name, '--scopes', scopes.join(','))
+    const rich = await cli('token', 'create', name, '--scopes', scopes.join(','), '--note', 'test')
     return { name, account, sk, scopes, rich }
   }
 

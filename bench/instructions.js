@@ -241,8 +241,19 @@ async function main() {
           .stdout,
       )
     await cli('account', 'create', 'bench')
-    const sk = (await cli('token', 'create', 'bench', '--scopes', 'tokens:write,styles:read')).token
-    const pk = (await cli('token', 'create', 'bench', '--scopes', 'styles:read')).token
+    const sk = (
+      await cli(
+        'token',
+        'create',
+        'bench',
+        '--scopes',
+        'tokens:write,styles:read',
+        '--note',
+        'test',
+      )
+    ).token
+    const pk = (await cli('token', 'create', 'bench', '--scopes', 'styles:read', '--note', 'test'))
+      .token
 
     // One plain start: makes the TLS certificate, and a temporary token over the API.
     const serverArgs = [path.join(root, 'dist/src/server.js')]

@@ -86,7 +86,9 @@ async function scenario(shedDelayMs) {
       (await exec(process.execPath, [path.join(root, 'bin/tessera.js'), ...args], { env })).stdout,
     )
   await cli('account', 'create', 'crowd')
-  const sk = (await cli('token', 'create', 'crowd', '--scopes', 'tokens:read,tokens:write')).token
+  const sk = (
+    await cli('token', 'create', 'crowd', '--scopes', 'tokens:read,tokens:write', '--note', 'test')
+  ).token
   const server = await startServer(env)
   try {
     const agent = new Agent({

@@ -144,7 +144,15 @@ async function startTessera(o, n) {
     )
   try {
     await tessera('account', 'create', 'bench')
-    const pk = await tessera('token', 'create', 'bench', '--scopes', 'styles:read,fonts:read')
+    const pk = await tessera(
+      'token',
+      'create',
+      'bench',
+      '--scopes',
+      'styles:read,fonts:read',
+      '--note',
+      'test',
+    )
     const server = path.join(o.root, 'dist/src/server.js')
     const service = await o.start(server, [], env, /Tessera is listening on (\S+)/)
     return {

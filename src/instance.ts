@@ -11,6 +11,8 @@ import { listenMetrics, type MetricsListener } from './metrics/listener.js'
 import { keyMismatch, serverTlsOptions } from './tls/profile.js'
 import { ensureSelfSigned } from './tls/self-signed.js'
 
+export { banner, type Listening } from './banner.js'
+
 export interface Running {
   app: FastifyInstance
   ctx: AppContext
@@ -150,48 +152,4 @@ async function drain(app: FastifyInstance, ctx: AppContext, metrics?: MetricsLis
     await metrics?.close()
     await ctx.close()
   }
-}
-
-/** Where a started service answers, as its banner says it. */
-export interface Listening {
-  url: string
-  /** The Link origin (PUBLIC_URL, or the listening address). */
-  publicUrl: string
-  certFile?: string
-  metricsUrl?: string
-}
-
-/** What `tessera serve` prints once it listens: where, with what, and how to get a first token. */
-export function banner(config: Config, at: Listening, workers = 1): string {
-  const lines: string[] = []
-  const say = (line = '') => lines.push(line)
-  say()
-  say(`Tessera is listening on ${at.url} (Link origin ${at.publicUrl})`)
-  if (at.certFile) {
-    say(`TLS certificate: ${at.certFile}`)
-    if (!config.http.tls) {
-      say(`  self-signed; let clients trust it with NODE_EXTRA_CA_CERTS=${at.certFile}`)
-    }
-  } else {
-    const { proxy } = config.http
-    const client =
-      proxy === 1
-        ? 'the last X-Forwarded-For entry (one proxy)'
-        : typeof proxy === 'number'
-          ? `the X-Forwarded-For entry ${proxy} from the end (${proxy} proxies)`
-          : `the last X-Forwarded-For entry not from ${proxy?.join(', ')}`
-    say('TRUST_PROXY: plain HTTP behind a TLS-terminating proxy (X-Forwarded-Proto: https)')
-    say(`  client address: ${client}`)
-  }
-  say(`Data: ${config.db.kind === 'sqlite' ? config.db.file : 'PostgreSQL (DATABASE_URL)'}`)
-  if (workers > 1) say(`Workers: ${workers} processes sharing the port (WORKERS)`)
-  if (at.metricsUrl) say(`Prometheus metrics: ${at.metricsUrl}`)
-  say()
-  say('Get a first token:')
-  say('  npx tessera account create alice')
-  say('  npx tessera token create alice --scopes tokens:read,tokens:write,scopes:list')
-  say(`  curl --cacert ${at.certFile ?? '<cert>'} "${at.url}/tokens/v2/alice?access_token=<token>"`)
-  say()
-  // One write: a reader of this output (a test, a supervisor's log) sees it whole or not at all.
-  return `${lines.join('\n')}\n`
 }

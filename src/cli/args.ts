@@ -1,9 +1,11 @@
 import { parseArgs } from 'node:util'
-import type { Args } from './commands.js'
-import { type Command, commands, type OptionName, options } from './words.js'
+import { type Args, type Command, commands, needs, type OptionName, options } from './words.js'
 
 /** A command line that names no command, or misuses one: one line, exit status 2. */
 export class UsageError extends Error {}
+
+/** A command that cannot do what it was asked (an unknown id): one line, exit status 1. */
+export class CommandError extends Error {}
 
 /** What a command line asks for: the usage text, or a command with its arguments. */
 export type Line = { help: true } | { help: false; command: Command; args: Args }
@@ -107,6 +109,25 @@ function checkOption(token: OptionToken, command: Command | undefined): void {
   if (type === 'boolean' && value !== undefined) throw new UsageError(`${rawName} takes no value`)
 }
 
+/** How many arguments the command's usage line requires: its words in angle brackets. */
+const required = (command: Command) =>
+  command.usage
+    .slice(command.words.length)
+    .split(' ')
+    .filter((word) => word.startsWith('<')).length
+
+/** Whether an option has a value that says something: a note not blank, a list not empty. */
+const filled = (value: unknown) =>
+  typeof value === 'string' && value.split(',').some((part) => part.trim() !== '')
+
+/** The options a command cannot do without (`token create`'s note and scopes), in one line. */
+function checkNeeds(command: Command, values: Record<string, unknown>): void {
+  const missing = command.needs.filter((name) => !filled(values[name]))
+  if (missing.length === 0) return
+  const said = missing.map((name) => `--${name} ${needs[name]}`)
+  throw new UsageError(`${command.words} needs ${list(said)}`)
+}
+
 /**
  * The command line as the command it names reads it. Node's own refusals of an unknown option
  * are a paragraph with an unbalanced quote and know nothing of the command: these are one line
@@ -126,5 +147,9 @@ export function readArgs(argv: string[]): Line {
   const command = positionals.length === 0 ? undefined : commandOf(positionals)
   for (const token of given) checkOption(token, command)
   if (command === undefined) return { help: true }
+  // Arguments missing: the command's usage line, before anything is opened.
+  const args = positionals.length - command.words.split(' ').length
+  if (args < required(command)) throw new UsageError(`usage: tessera ${command.usage}`)
+  checkNeeds(command, values)
   return { help: false, command, args: { positionals, values: values as Args['values'] } }
 }

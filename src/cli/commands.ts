@@ -1,4 +1,3 @@
-import { isOperatorScope, type OperatorScope } from '../admin/keys.js'
 import type { AuditAction, AuditTarget } from '../audit/events.js'
 import { auditEvent, cliActor } from '../audit/events.js'
 import { auditFilter } from '../audit/query.js'
@@ -6,44 +5,12 @@ import { configuredOrigin, type toConfig } from '../config.js'
 import type { AppContext } from '../context.js'
 import { auditRepo } from '../db/audit.js'
 import { ApiError } from '../errors.js'
+import { CommandError } from './args.js'
 import { endOption, inFlags } from './ends.js'
-
-/** A command that cannot do what it was asked (an unknown id): one line, exit status 1. */
-export class CommandError extends Error {}
+import { scopeOption } from './keys.js'
+import type { Args } from './words.js'
 
 export type Config = ReturnType<typeof toConfig>
-
-/** What a command group reads of the command line. */
-export interface Args {
-  positionals: string[]
-  values: {
-    plan?: string
-    feature?: string[]
-    scopes?: string
-    /** `admin-key create`: the operator key's scope. */
-    scope?: string
-    note?: string
-    'allowed-url'?: string[]
-    'expires-at'?: string
-    action?: string
-    events?: string
-    since?: string
-    until?: string
-    limit?: string
-    start?: string
-    role?: string
-    expires?: string
-    token?: string
-    refill?: string
-    amount?: string
-    day?: string
-    'max-sk-lifetime-days'?: string
-    'pk-allowed-urls'?: boolean
-    'idle-days'?: string
-    'roll-grace-max-hours'?: string
-    workers?: string
-  }
-}
 
 /** A command group: what it prints, or undefined for a command it does not know. */
 export type Group = (ctx: AppContext, config: Config, args: Args) => Promise<unknown>
@@ -59,19 +26,6 @@ export const record = (
     ctx.db,
     auditEvent(ctx.tokens.now(), action, cliActor, target, undefined, details),
   )
-
-/**
- * `admin-key create`'s `--scope`, which has no default: a key's purpose is chosen, never
- * assumed (a full key by default would hand every new verifier every account).
- */
-export function scopeOption(scope: string | undefined): OperatorScope {
-  if (isOperatorScope(scope)) return scope
-  throw new CommandError(
-    `admin-key create needs --scope verifier (introspection, leases, usage reports and the ` +
-      `event stream: for @tessera/verifier) or --scope admin (every route)` +
-      (scope === undefined ? '' : `; not ${scope}`),
-  )
-}
 
 /** `limit` as the admin API takes it: 1-100, 100 when absent. */
 export function limitOption(limit: string | undefined) {
@@ -136,10 +90,24 @@ export const accountCommand: Group = async (ctx, config, { positionals, values }
   return undefined
 }
 
-/** `tessera token roll|create <username> ...`: the API's field names said as the flags. */
+/** Every token of the account, page by page, as the API lists them. */
+async function everyToken(ctx: AppContext, username: string) {
+  const account = await accountNamed(ctx, username)
+  const all: unknown[] = []
+  let start: string | undefined
+  do {
+    const page = await ctx.tokens.list(account, { limit: 100, sortby: 'created', start })
+    all.push(...(JSON.parse(page.body) as unknown[]))
+    start = page.next
+  } while (start !== undefined)
+  return all
+}
+
+/** `tessera token create|list|roll <username> ...`: the API's field names said as the flags. */
 export const tokenCommand: Group = async (ctx, _config, { positionals, values }) => {
   const [, sub, arg, tokenId, extra] = positionals
   if (arg === undefined || extra !== undefined) return undefined
+  if (sub === 'list') return tokenId === undefined ? everyToken(ctx, arg) : undefined
   const now = ctx.tokens.now()
   if (sub === 'roll' && tokenId) {
     const account = await accountNamed(ctx, arg)

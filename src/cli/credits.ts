@@ -1,7 +1,8 @@
 import { cliActor } from '../audit/events.js'
 import { ApiError } from '../errors.js'
 import type { CreditTarget, Refill } from '../usage/credits.js'
-import type { Args, Group } from './commands.js'
+import type { Group } from './commands.js'
+import type { Args } from './words.js'
 
 /** A whole number of `min` or more, as the admin API takes it. */
 function whole(name: string, text: string | undefined, min: number): number {

@@ -1,27 +1,10 @@
-import { adminKeyEntry, newAdminKey } from '../admin/keys.js'
-import { readEnv, toConfig } from '../config.js'
-import { type AppContext, createContext } from '../context.js'
-import { ApiError, personText } from '../errors.js'
-import { describeFailure } from '../failure.js'
-import { serve } from '../server.js'
-import { formatSigningKeys, Keyring, newSigningKey, parseSigningKeys } from '../tokens/keyring.js'
-import { readArgs, UsageError } from './args.js'
-import {
-  accountCommand,
-  adminKeyCommand,
-  auditCommand,
-  CommandError,
-  type Config,
-  type Group,
-  record,
-  scopeOption,
-  tokenCommand,
-} from './commands.js'
-import { creditsCommand } from './credits.js'
-import { memberCommand } from './members.js'
-import { policyCommand } from './policy.js'
-import { ratelimitsCommand } from './ratelimits.js'
-import { webhookCommand } from './webhooks.js'
+import { CommandError, readArgs, UsageError } from './args.js'
+
+/*
+ * This module loads only what reads the command line: each command imports what it runs when
+ * it runs (`tessera --help` answers at once; a command on the database loads the services but
+ * not the HTTP server; `serve` loads the server).
+ */
 
 const usage = `usage: tessera <command>
 
@@ -29,10 +12,12 @@ const usage = `usage: tessera <command>
                                               share the port (WORKERS, default 1)
   account create <username> [--plan P] [--feature F]...
   account invite <username>                   a new dashboard setup link (voids older ones)
-  token create <username> [--scopes a,b] [--note N] [--allowed-url U]... [--expires-at T]
+  token create <username> --note N --scopes a,b [--allowed-url U]... [--expires-at T]
+                                              N: what the token is for; at least one scope;
                                               T: the token's end of life: a date (2026-12-10,
                                               its start, 00:00 UTC), a duration from now (90m,
                                               12h, 30d, 2w) or an ISO 8601 timestamp
+  token list <username>                       the account's tokens (pk with their strings)
   token roll <username> <token id> [--expires T]
                                               a new token in its place; the old string works
                                               until T (as --expires-at; at most 24 hours
@@ -84,19 +69,6 @@ const print = (value: unknown): void => {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`)
 }
 
-/** The commands that run on the services, by their first word. */
-const groups = new Map<string, Group>([
-  ['admin-key', adminKeyCommand],
-  ['audit', auditCommand],
-  ['webhook', webhookCommand],
-  ['member', memberCommand],
-  ['account', accountCommand],
-  ['token', tokenCommand],
-  ['credits', creditsCommand],
-  ['policy', policyCommand],
-  ['ratelimits', ratelimitsCommand],
-])
-
 async function run(argv: string[]): Promise<void> {
   const line = readArgs(argv)
   if (line.help) {
@@ -104,49 +76,31 @@ async function run(argv: string[]): Promise<void> {
     return
   }
   const { command, args } = line
-  const [first] = args.positionals
+  const { readEnv, toConfig } = await import('../config.js')
   const { workers } = args.values
   const config = toConfig({ ...readEnv(), ...(workers === undefined ? {} : { WORKERS: workers }) })
-  if (command.words === 'serve') return serve(config)
-  if (command.words === 'keys rotate') return print(await rotateKeys(config))
-  if (command.words === 'admin-key create' && config.adminKeys !== undefined) {
-    // As for SIGNING_KEYS: the environment cannot be written back; nothing is stored.
-    const made = newAdminKey(Date.now(), scopeOption(args.values.scope))
-    const entry = adminKeyEntry(made.id, made.scope, made.key)
-    return print({ ...made, ADMIN_KEYS: `${config.adminKeys},${entry}` })
+  if (command.words === 'serve') return (await import('../server.js')).serve(config)
+  const { adminKeys, signingKeys } = config
+  if (command.words === 'admin-key create' && adminKeys !== undefined) {
+    return print((await import('./keys.js')).adminKeyInEnv(adminKeys, args.values.scope))
   }
-  const ctx = await createContext(config)
-  try {
-    if (command.words === 'migrate') return print({ migrated: true })
-    const done = await groups.get(first as string)?.(ctx, config, args)
-    // The words name a command, but not its arguments: its own usage line.
-    if (done === undefined) throw new UsageError(`usage: tessera ${command.usage}`)
-    print(done)
-  } finally {
-    await ctx.close()
+  if (command.words === 'keys rotate' && signingKeys !== undefined) {
+    return print(await (await import('./keys.js')).rotateKeys(config, async () => {}))
   }
+  print(await (await import('./run.js')).runOnServices(command, args, config))
 }
 
-/** `tessera keys rotate`: a new signing key, in DATA_DIR or as the new SIGNING_KEYS. */
-async function rotateKeys(config: Config) {
-  if (config.signingKeys) {
-    // Keys from the environment cannot be written back: hand the operator the new value.
-    const keys = [...parseSigningKeys(config.signingKeys), newSigningKey()]
-    const added = keys[keys.length - 1]
-    return { id: added?.id, SIGNING_KEYS: formatSigningKeys(keys) }
-  }
-  const { id } = Keyring.fromDataDir(config.dataDir).rotate()
-  await withContext(config, (ctx) => record(ctx, 'signing_key.added', { type: 'signing_key', id }))
-  return { id }
-}
-
-async function withContext(config: Config, use: (ctx: AppContext) => Promise<void>) {
-  const ctx = await createContext(config)
-  try {
-    await use(ctx)
-  } finally {
-    await ctx.close()
-  }
+/** Why a command failed, in one line (a bug: its stack). */
+async function failure(err: unknown): Promise<string> {
+  if (err instanceof UsageError || err instanceof CommandError) return err.message
+  const [{ ApiError, personText }, { describeFailure }] = await Promise.all([
+    import('../errors.js'),
+    import('../failure.js'),
+  ])
+  // A service's refusal and a contract error say what the error table has them say.
+  if (err instanceof ApiError) return personText(err, 'line')
+  // Configuration and the world around (files, ports, the database): one line.
+  return describeFailure(err) ?? String((err as Error).stack)
 }
 
 export async function main(argv = process.argv.slice(2)): Promise<number> {
@@ -154,13 +108,7 @@ export async function main(argv = process.argv.slice(2)): Promise<number> {
     await run(argv)
     return 0
   } catch (err) {
-    const known =
-      err instanceof UsageError || err instanceof CommandError || err instanceof ApiError
-    // A service's refusal and a contract error say what the error table has them say.
-    const text = err instanceof ApiError ? personText(err, 'line') : (err as Error).message
-    // Configuration and the world around (files, ports, the database): one line. A bug: its stack.
-    const line = known ? text : (describeFailure(err) ?? (err as Error).stack)
-    process.stderr.write(`tessera: ${line}\n`)
+    process.stderr.write(`tessera: ${await failure(err)}\n`)
     return err instanceof UsageError ? 2 : 1
   }
 }

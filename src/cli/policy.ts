@@ -1,6 +1,7 @@
 import { cliActor } from '../audit/events.js'
-import type { Args, Group } from './commands.js'
+import type { Group } from './commands.js'
 import { inFlags } from './ends.js'
+import type { Args } from './words.js'
 
 /** An option's text as the number it spells, or as it is (the service says what is wrong). */
 const number = (text: string | undefined) =>

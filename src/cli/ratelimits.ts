@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { cliActor } from '../audit/events.js'
-import { CommandError, type Group } from './commands.js'
+import { CommandError } from './args.js'
+import type { Group } from './commands.js'
 
 /**
  * The limits as the command line gives them: JSON text, or `@file` holding it; a list stands

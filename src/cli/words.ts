@@ -31,17 +31,61 @@ export const options = {
 
 export type OptionName = keyof typeof options
 
-/** A command: the words that name it, its usage line and the options it takes. */
+/** What a command group reads of the command line. */
+export interface Args {
+  positionals: string[]
+  values: {
+    plan?: string
+    feature?: string[]
+    scopes?: string
+    /** `admin-key create`: the operator key's scope. */
+    scope?: string
+    note?: string
+    'allowed-url'?: string[]
+    'expires-at'?: string
+    action?: string
+    events?: string
+    since?: string
+    until?: string
+    limit?: string
+    start?: string
+    role?: string
+    expires?: string
+    token?: string
+    refill?: string
+    amount?: string
+    day?: string
+    'max-sk-lifetime-days'?: string
+    'pk-allowed-urls'?: boolean
+    'idle-days'?: string
+    'roll-grace-max-hours'?: string
+    workers?: string
+  }
+}
+
+/**
+ * The options some command cannot do without, with what each says in the one line that asks
+ * for it: a token without a note shows in every list by its raw id, one without scopes can do
+ * nothing.
+ */
+export const needs = {
+  note: 'N (what the token is for)',
+  scopes: 'a,b (at least one scope)',
+} satisfies Partial<Record<OptionName, string>>
+
+/** A command: the words that name it, its usage line, the options it takes and needs. */
 export interface Command {
   words: string
   usage: string
   options: OptionName[]
+  needs: (keyof typeof needs)[]
 }
 
 const command = (words: string, rest: string, ...taken: OptionName[]): Command => ({
   words,
   usage: `${words}${rest}`,
   options: taken,
+  needs: [],
 })
 
 const credit = ['token'] as const
@@ -51,14 +95,18 @@ export const commands: Command[] = [
   command('serve', ' [--workers N|auto]', 'workers'),
   command('account create', ' <username> [--plan P] [--feature F]...', 'plan', 'feature'),
   command('account invite', ' <username>'),
-  command(
-    'token create',
-    ' <username> [--scopes a,b] [--note N] [--allowed-url U]... [--expires-at T]',
-    'scopes',
-    'note',
-    'allowed-url',
-    'expires-at',
-  ),
+  {
+    ...command(
+      'token create',
+      ' <username> --note N --scopes a,b [--allowed-url U]... [--expires-at T]',
+      'note',
+      'scopes',
+      'allowed-url',
+      'expires-at',
+    ),
+    needs: ['note', 'scopes'],
+  },
+  command('token list', ' <username>'),
   command('token roll', ' <username> <token id> [--expires T]', 'expires'),
   command('credits show', ' <username> [--token ID]', ...credit),
   command(

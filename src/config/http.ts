@@ -24,7 +24,10 @@ export interface HttpConfig {
    * `loopback`, `linklocal`, `uniquelocal`). The client's address is the entry just before.
    */
   proxy?: number | string[]
-  /** Origin written into Link headers; undefined means https://HOST:<listening port>. */
+  /**
+   * Origin written into Link headers and the links people open (setup links, invitations);
+   * undefined means https://HOST:<listening port> (CONTRACT.md §1; see configuredOrigin).
+   */
   publicUrl?: string
   tls?: { cert: string; key: string }
   /** The protocol versions and TLS 1.2 suites offered (TLS_MIN_VERSION, TLS_CIPHERS). */
@@ -129,8 +132,30 @@ export function httpConfig(env: Env): HttpConfig {
   }
 }
 
+/**
+ * Whether HOST is this machine's loopback or every address: a browser there reaches the server
+ * as localhost, which the self-signed certificate names too.
+ */
+function reachedAsLocalhost(host: string): boolean {
+  if (host === 'localhost' || host === '0.0.0.0' || host === '::' || host === '::1') return true
+  return isIP(host) === 4 && host.startsWith('127.')
+}
+
 /** PUBLIC_URL, or the origin HOST and PORT give (the server knows its port once listening). */
 export function configuredOrigin(http: HttpConfig, port = http.port): string {
   if (http.publicUrl) return http.publicUrl
   return `https://${http.host.includes(':') ? `[${http.host}]` : http.host}:${port}`
+}
+
+/**
+ * Where passkeys work: PUBLIC_URL when it is set; else, on a loopback HOST or every address,
+ * https://localhost:PORT (the self-signed certificate names localhost, and browsers refuse a
+ * passkey at an IP address: WebAuthn wants a domain name as relying party); else, or with a
+ * certificate of the operator's own (TLS_CERT), the links' origin. `origin` is the links' origin (configuredOrigin once listening).
+ */
+export function passkeyOrigin(http: HttpConfig, origin: string): string {
+  if (http.publicUrl) return http.publicUrl
+  const url = new URL(origin)
+  if (http.tls !== undefined || !reachedAsLocalhost(http.host)) return origin
+  return `https://localhost${url.port === '' ? '' : `:${url.port}`}`
 }

@@ -1,11 +1,8 @@
-import {
-  type AuthenticationResponseJSON,
-  type AuthenticatorTransport,
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  type RegistrationResponseJSON,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
+import type {
+  AuthenticationResponseJSON,
+  AuthenticatorTransport,
+  RegistrationResponseJSON,
+  VerifiedRegistrationResponse,
 } from '@simplewebauthn/server'
 import { type Actor, auditEvent } from '../audit/events.js'
 import { auditRepo } from '../db/audit.js'
@@ -13,6 +10,16 @@ import type { Db } from '../db/database.js'
 import { factorsRepo } from '../db/factors.js'
 import { isoTime } from '../time.js'
 import { secret } from './secrets.js'
+
+/**
+ * The WebAuthn library, loaded at the first ceremony: it is the heaviest import of the context
+ * (a third of its load time), and a CLI command never needs it.
+ */
+let library: Promise<typeof import('@simplewebauthn/server')> | undefined
+const webauthn = () => {
+  library ??= import('@simplewebauthn/server')
+  return library
+}
 
 /** Where the ceremonies happen: the dashboard's origin, and its host as relying party id. */
 export interface RelyingParty {
@@ -76,6 +83,7 @@ export class PasskeyService {
     const existing = (await factorsRepo.ofPerson(this.db, login)).filter(
       (f) => f.kind === 'passkey' && f.credential_id !== null,
     )
+    const { generateRegistrationOptions } = await webauthn()
     return generateRegistrationOptions({
       rpName: 'Tessera',
       rpID: rp.id,
@@ -99,7 +107,8 @@ export class PasskeyService {
   ): Promise<boolean> {
     const response = parsed<RegistrationResponseJSON>(responseText)
     if (response === undefined) return false
-    let info: Awaited<ReturnType<typeof verifyRegistrationResponse>>['registrationInfo']
+    const { verifyRegistrationResponse } = await webauthn()
+    let info: VerifiedRegistrationResponse['registrationInfo']
     try {
       const verified = await verifyRegistrationResponse({
         response,
@@ -141,6 +150,7 @@ export class PasskeyService {
 
   /** A passkey sign-in: any of the person's discoverable credentials (none listed). */
   async signInOptions(rp: RelyingParty) {
+    const { generateAuthenticationOptions } = await webauthn()
     return generateAuthenticationOptions({
       rpID: rp.id,
       userVerification: 'required',
@@ -153,6 +163,7 @@ export class PasskeyService {
     const passkeys = (await factorsRepo.ofPerson(this.db, login)).filter(
       (f) => f.kind === 'passkey' && f.credential_id !== null,
     )
+    const { generateAuthenticationOptions } = await webauthn()
     return generateAuthenticationOptions({
       rpID: rp.id,
       userVerification: 'required',
@@ -181,6 +192,7 @@ export class PasskeyService {
     const factor = await factorsRepo.byCredential(this.db, response.id)
     if (factor === undefined || factor.public_key === null) return undefined
     if (login !== null && factor.login !== login) return undefined
+    const { verifyAuthenticationResponse } = await webauthn()
     try {
       const verified = await verifyAuthenticationResponse({
         response,

@@ -104,7 +104,8 @@ describe('the admin API over HTTPS, with keys kept in DATA_DIR', () => {
     })
     expect(created.status).toBe(201)
     expect(created.body).toMatchObject({ username: 'e2e', plan: 'standard', disabled: false })
-    expect(created.body.setupUrl.startsWith(`${server.url}/account/setup/`)).toBe(true)
+    const origin = server.url
+    expect(created.body.setupUrl.startsWith(`${origin}/account/setup/`)).toBe(true)
     const setup = await adminCall(server, undefined, 'GET', new URL(created.body.setupUrl).pathname)
     expect(setup.status).toBe(200)
     const pk = created.body.defaultToken.token
@@ -130,7 +131,7 @@ describe('the admin API over HTTPS, with keys kept in DATA_DIR', () => {
     ])
     expect(audit.body[0].actor).toEqual({ type: 'admin', id: made.id })
     expect(audit.headers.link).toBe(
-      `<${server.url}/admin/v1/audit?limit=2&start=${audit.body[1].id}>; rel="next"`,
+      `<${origin}/admin/v1/audit?limit=2&start=${audit.body[1].id}>; rel="next"`,
     )
     const doc = await api(server, 'GET', '/openapi.json')
     expect(doc.body.paths['/admin/v1/accounts'].post.tags).toEqual(['admin'])

@@ -52,7 +52,18 @@ describe('tessera token create --expires-at', () => {
   it('refuses what is none of them, and names --expires-at in the service’s refusals', async () => {
     await json(dir, 'account', 'create', 'bob')
     const create = (end: string) =>
-      cli(dir, 'token', 'create', 'bob', '--scopes', 'styles:read', '--expires-at', end)
+      cli(
+        dir,
+        'token',
+        'create',
+        'bob',
+        '--scopes',
+        'styles:read',
+        '--expires-at',
+        end,
+        '--note',
+        'test',
+      )
     expect(await create('soon')).toEqual({
       code: 1,
       stdout: '',
@@ -75,7 +86,7 @@ describe('tessera token create --expires-at', () => {
     await json(dir, 'account', 'create', 'carol')
     await json(dir, 'policy', 'set', 'carol', '--max-sk-lifetime-days', '30')
     const create = (...end: string[]) =>
-      cli(dir, 'token', 'create', 'carol', '--scopes', 'tokens:read', ...end)
+      cli(dir, 'token', 'create', 'carol', '--scopes', 'tokens:read', ...end, '--note', 'test')
     expect(await create()).toEqual({
       code: 1,
       stdout: '',

@@ -43,10 +43,10 @@ const cases: [string[], string][] = [
     'unknown command member delete; member takes list, add, set-role and remove',
   ],
   [['frobnicate'], `unknown command frobnicate; the commands are ${commands}`],
-  [['token'], 'usage: tessera token create|roll ... (tessera --help)'],
+  [['token'], 'usage: tessera token create|list|roll ... (tessera --help)'],
   [
     ['token', 'create'],
-    'usage: tessera token create <username> [--scopes a,b] [--note N] [--allowed-url U]... [--expires-at T]',
+    'usage: tessera token create <username> --note N --scopes a,b [--allowed-url U]... [--expires-at T]',
   ],
   [['token', 'create', 'alice', '--note'], '--note needs a value'],
   [

@@ -93,8 +93,16 @@ describe('the tessera command', () => {
     [['account', 'create', 'Bad Name'], 1, /username must be/],
     [['account', 'create', 'cli-user'], 1, /already exists/],
     [['account', 'create', 'x', '--plan', 'gold'], 1, /no such plan: gold/],
-    [['token', 'create', 'nobody'], 1, /no such account: nobody/],
-    [['token', 'create', 'cli-user', '--scopes', 'nope'], 1, /scopes are invalid/],
+    [
+      ['token', 'create', 'nobody', '--note', 'test', '--scopes', 'styles:read'],
+      1,
+      /no such account: nobody/,
+    ],
+    [
+      ['token', 'create', 'cli-user', '--scopes', 'nope', '--note', 'test'],
+      1,
+      /scopes are invalid/,
+    ],
     [['frobnicate'], 2, /^tessera: unknown command frobnicate; the commands are serve, /],
   ])('%j exits %i with a message on stderr', async (args, code, message) => {
     const res = await tessera(args, { DATA_DIR })

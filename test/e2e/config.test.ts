@@ -356,7 +356,7 @@ describe('every CLI command', () => {
   const commands = [
     ['account', 'create', 'someone'],
     ['account', 'invite', 'someone'],
-    ['token', 'create', 'someone'],
+    ['token', 'create', 'someone', '--note', 'test', '--scopes', 'styles:read'],
     ['keys', 'rotate'],
     ['admin-key', 'create'],
     ['admin-key', 'list'],

@@ -346,7 +346,16 @@ describe('a server killed with SIGKILL under load', () => {
     servers.push(server)
     const account = await tessera(server.env, 'account', 'create', user)
     const scopes = ['tokens:read', 'tokens:write', ...publicScopes, ...secretScopes]
-    const holder = await tessera(server.env, 'token', 'create', user, '--scopes', scopes.join(','))
+    const holder = await tessera(
+      server.env,
+      'token',
+      'create',
+      user,
+      '--scopes',
+      scopes.join(','),
+      '--note',
+      'test',
+    )
     const own = [account.defaultToken.id, holder.id]
 
     const s: Load = {
@@ -391,7 +400,16 @@ describe('the usage counts of a server killed with SIGKILL', () => {
   it('keeps the counts and last use of verifications written a flush (USAGE_FLUSH_SECONDS) before the kill', async () => {
     let server = await running()
     const key = adminKey.secret
-    const pk = await tessera(server.env, 'token', 'create', user, '--scopes', 'styles:read')
+    const pk = await tessera(
+      server.env,
+      'token',
+      'create',
+      user,
+      '--scopes',
+      'styles:read',
+      '--note',
+      'test',
+    )
     const from = new Date(Date.now() - 60_000).toISOString()
     for (let i = 0; i < 20; i++) {
       expect((await api(server, 'GET', '/tokens/v2', pk.token)).body.code).toBe('TokenValid')

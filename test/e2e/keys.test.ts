@@ -37,6 +37,8 @@ describe('tessera keys rotate', () => {
       'rot',
       '--scopes',
       'tokens:read,tokens:write',
+      '--note',
+      'test',
     )
     const firstKey = JSON.parse(readFileSync(keyFile, 'utf8')).keys[0].id
     const rotated = await tessera(server.env, 'keys', 'rotate')
@@ -45,7 +47,16 @@ describe('tessera keys rotate', () => {
     expect(statSync(keyFile).mode & 0o777).toBe(0o600)
 
     // Made by the CLI with the new key while the server runs: valid there at once.
-    const during = await tessera(server.env, 'token', 'create', 'rot', '--scopes', 'tokens:read')
+    const during = await tessera(
+      server.env,
+      'token',
+      'create',
+      'rot',
+      '--scopes',
+      'tokens:read',
+      '--note',
+      'test',
+    )
     expect(signer(during.token, keys)).toBe(rotated.id)
     expect((await retrieve(server, during.token)).code).toBe('TokenValid')
     await server.stop()
@@ -54,7 +65,16 @@ describe('tessera keys rotate', () => {
     try {
       expect((await retrieve(server, before.token)).code).toBe('TokenValid')
       expect(signer(before.token, keys)).toBe(firstKey)
-      const after = await tessera(server.env, 'token', 'create', 'rot', '--scopes', 'styles:read')
+      const after = await tessera(
+        server.env,
+        'token',
+        'create',
+        'rot',
+        '--scopes',
+        'styles:read',
+        '--note',
+        'test',
+      )
       expect(signer(after.token, keys)).toBe(rotated.id)
       const overHttp = await api(server, 'POST', '/tokens/v2/rot', before.token, { note: 'http' })
       expect(signer(overHttp.body.token, keys)).toBe(rotated.id)

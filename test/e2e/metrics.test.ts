@@ -58,6 +58,8 @@ describe('the metrics listener', () => {
       'scraped',
       '--scopes',
       'styles:read',
+      '--note',
+      'test',
     )
     const before = await scrape()
     for (let i = 0; i < 3; i++) {

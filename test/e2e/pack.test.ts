@@ -66,7 +66,8 @@ describe('npm pack, npm install -g, tessera serve', () => {
       { cwd: scratch, maxBuffer: 16 * 1024 * 1024 },
     )
     const tessera = path.join(prefix, 'bin', 'tessera')
-    const installed = path.join(prefix, 'lib', 'node_modules', 'tessera')
+    // A scoped name: `tessera` on the registry is an unrelated tile server.
+    const installed = path.join(prefix, 'lib', 'node_modules', '@tessera', 'server')
     // Compiled at install for this Node (a binary for another ABI would not load).
     const sqlite = await run(
       process.execPath,
@@ -114,9 +115,29 @@ describe('npm pack, npm install -g, tessera serve', () => {
 
       const cli = async (args: string[]) =>
         JSON.parse((await run(tessera, args, { env, cwd: scratch })).stdout)
-      const account = await cli(['account', 'create', 'alice'])
+      // The banner's command, as printed, from a folder of its own (no npx, no checkout).
+      const port = new URL(url).port
+      const printed = `DATA_DIR=${dataDir} PORT=${port} node ${installed}/bin/tessera.js`
+      expect(out).toContain(`\n  ${printed} account create alice\n`)
+      const home = mkdtempSync(path.join(scratch, 'home-'))
+      const made = await run('sh', ['-c', `${printed} account create alice`], {
+        env: childEnv({ HOME: home }),
+        cwd: home,
+      })
+      const account = JSON.parse(made.stdout)
       expect(account.username).toBe('alice')
-      const token = await cli(['token', 'create', 'alice', '--scopes', 'tokens:read,scopes:list'])
+      expect(account.setupUrl).toMatch(
+        new RegExp(`^https://127\\.0\\.0\\.1:${port}/account/setup/`),
+      )
+      const token = await cli([
+        'token',
+        'create',
+        'alice',
+        '--scopes',
+        'tokens:read,scopes:list',
+        '--note',
+        'test',
+      ])
       expect(token.scopes).toEqual(['tokens:read', 'scopes:list'])
 
       const ca = readFileSync(certFile ?? '')

@@ -60,7 +60,9 @@ describe('tessera policy', () => {
     expect(set).toEqual({ code: 0, json: { own: policy, plan: {}, effective: policy }, stderr: '' })
     expect((await tessera(['policy', 'show', 'acme'])).json.effective).toEqual(policy)
     // A token made without an end is refused now, with the policy's sentence.
-    expect(await tessera(['token', 'create', 'acme', '--scopes', 'tokens:read'])).toEqual({
+    expect(
+      await tessera(['token', 'create', 'acme', '--scopes', 'tokens:read', '--note', 'test']),
+    ).toEqual({
       code: 1,
       json: undefined,
       stderr:

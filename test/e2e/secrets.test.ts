@@ -393,11 +393,23 @@ describe('a full session at LOG_LEVEL=trace', () => {
     const setupSecret = secretOf(setupPath)
     keep(account.defaultToken.token, 'token')
     const sk = keep(
-      (await cli('token', 'create', 'alice', '--scopes', 'tokens:read,tokens:write,scopes:list'))
-        .token,
+      (
+        await cli(
+          'token',
+          'create',
+          'alice',
+          '--scopes',
+          'tokens:read,tokens:write,scopes:list',
+          '--note',
+          'test',
+        )
+      ).token,
       'token',
     )
-    keep((await cli('token', 'create', 'alice', '--note', 'cli pk')).token, 'token')
+    keep(
+      (await cli('token', 'create', 'alice', '--note', 'cli pk', '--scopes', 'styles:read')).token,
+      'token',
+    )
     const adminKey = keep(
       (await cli('admin-key', 'create', '--scope', 'admin', '--note', 'scan')).key,
       'admin key',

@@ -31,8 +31,18 @@ describe('SIGTERM', () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'tessera-shutdown-'))
     const server = await startTessera(dataDir, storage.env)
     await cli(server.env, 'account', 'create', 'drained')
-    const sk = (await cli(server.env, 'token', 'create', 'drained', '--scopes', 'tokens:write'))
-      .token as string
+    const sk = (
+      await cli(
+        server.env,
+        'token',
+        'create',
+        'drained',
+        '--scopes',
+        'tokens:write',
+        '--note',
+        'test',
+      )
+    ).token as string
     expect(await send(server, 'GET', '/readyz')).toEqual({
       status: 200,
       body: '{"status":"ready"}',

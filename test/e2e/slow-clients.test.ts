@@ -38,7 +38,7 @@ beforeAll(async () => {
       ).stdout,
     )
   await cli('account', 'create', 'patient')
-  sk = (await cli('token', 'create', 'patient', '--scopes', 'tokens:write')).token
+  sk = (await cli('token', 'create', 'patient', '--scopes', 'tokens:write', '--note', 'test')).token
 })
 afterAll(async () => {
   server.child.kill('SIGTERM')

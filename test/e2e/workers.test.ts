@@ -85,6 +85,8 @@ describe('WORKERS=2 on SQLite', () => {
       'acme',
       '--scopes',
       'tokens:read,tokens:write,styles:read',
+      '--note',
+      'test',
     )
     const [a, b] = await pair(server)
     const before = await changeDelays(server)
@@ -121,7 +123,7 @@ describe('WORKERS=2 on SQLite', () => {
 
   it('refuses a token the CLI rolled on every worker, without waiting for the poll', async () => {
     const { server, cli } = await shared()
-    const pk = await cli('token', 'create', 'acme', '--scopes', 'styles:read')
+    const pk = await cli('token', 'create', 'acme', '--scopes', 'styles:read', '--note', 'test')
     const [a, b] = await pair(server)
     for (const c of [a, b]) {
       expect(code(await c.send('GET', `/tokens/v2?access_token=${pk.token}`))).toBe('TokenValid')
@@ -143,7 +145,7 @@ describe('WORKERS=2 on SQLite', () => {
   it('counts one rate limit across workers: limit 5, 3 + 3 requests give exactly one 429', async () => {
     const { server, cli } = await startWorkers({ RATE_LIMIT_PER_MINUTE: '5' })
     await cli('account', 'create', 'acme')
-    const sk = await cli('token', 'create', 'acme', '--scopes', 'tokens:read')
+    const sk = await cli('token', 'create', 'acme', '--scopes', 'tokens:read', '--note', 'test')
     const [a, b] = await pair(server)
     // Not at the end of a window, which would start the count again halfway.
     if (Date.now() % 60_000 > 55_000) await sleep(60_000 - (Date.now() % 60_000) + 50)
@@ -158,7 +160,7 @@ describe('WORKERS=2 on SQLite', () => {
 
   it('replaces a worker killed under load: only the requests in flight on it fail', async () => {
     const { server, cli } = await shared()
-    const pk = await cli('token', 'create', 'acme', '--scopes', 'styles:read')
+    const pk = await cli('token', 'create', 'acme', '--scopes', 'styles:read', '--note', 'test')
     const [first, second] = await pinned(server, 4)
     const before = workerPids(server)
     const victim = before.get(0) ?? 0
@@ -200,7 +202,7 @@ describe('WORKERS=2 on SQLite', () => {
 
   it('keeps the usage counts and last use of a worker killed (SIGKILL) a second after its verifications', async () => {
     const { server, cli } = await shared()
-    const pk = await cli('token', 'create', 'acme', '--scopes', 'styles:read')
+    const pk = await cli('token', 'create', 'acme', '--scopes', 'styles:read', '--note', 'test')
     const from = new Date(Date.now() - 60_000).toISOString()
     const [a] = await pair(server)
     for (let i = 0; i < 20; i++) {
@@ -272,7 +274,7 @@ describe('WORKERS=2 on SQLite', () => {
   it('drains every worker on SIGTERM as one instance drains, and exits 0', async () => {
     const { server, cli } = await startWorkers()
     await cli('account', 'create', 'acme')
-    const pk = await cli('token', 'create', 'acme', '--scopes', 'styles:read')
+    const pk = await cli('token', 'create', 'acme', '--scopes', 'styles:read', '--note', 'test')
     // Pinning probes /readyz on both: each worker then gives load balancers the grace period.
     const [a, b] = await pair(server)
     const pids = [...workerPids(server).values()]
@@ -302,6 +304,8 @@ describe('WORKERS=2 on SQLite', () => {
       'acme',
       '--scopes',
       'tokens:read,tokens:write,styles:read',
+      '--note',
+      'test',
     )
     const [first, second] = await pinned(server, 3)
     const statuses = new Map<number, number>()
@@ -322,7 +326,7 @@ describe('WORKERS=2 on SQLite', () => {
     const cliCreates = async () => {
       let made = 0
       while (Date.now() < end) {
-        await cli('token', 'create', 'acme', '--scopes', 'styles:read')
+        await cli('token', 'create', 'acme', '--scopes', 'styles:read', '--note', 'test')
         made++
       }
       return made
@@ -336,7 +340,7 @@ describe('WORKERS=2 on SQLite', () => {
 
   it('serves METRICS_PORT from the primary with the counts of the workers added up', async () => {
     const { server, cli } = await shared()
-    const pk = await cli('token', 'create', 'acme', '--scopes', 'styles:read')
+    const pk = await cli('token', 'create', 'acme', '--scopes', 'styles:read', '--note', 'test')
     const metricsUrl = /Prometheus metrics: (\S+)/.exec(server.output())?.[1] ?? ''
     const valid = async () => {
       const text = await (await fetch(metricsUrl)).text()

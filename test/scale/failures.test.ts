@@ -28,7 +28,18 @@ describe('when Redis is unreachable', () => {
     redis = new Redis(fleet.redisUrl)
     server = await startServer({ ...fleet.env, REDIS_URL: `redis://127.0.0.1:${proxy.port}` })
     await tessera(server.env, 'account', 'create', 'redisless')
-    token = (await tessera(server.env, 'token', 'create', 'redisless', '--scopes', scopes)).token
+    token = (
+      await tessera(
+        server.env,
+        'token',
+        'create',
+        'redisless',
+        '--scopes',
+        scopes,
+        '--note',
+        'test',
+      )
+    ).token
   })
   afterAll(async () => {
     await server?.stop()
@@ -87,7 +98,9 @@ describe('when PostgreSQL is unreachable', () => {
     target.host = `127.0.0.1:${proxy.port}`
     server = await startServer({ ...fleet.env, DATABASE_URL: target.toString() })
     await tessera(server.env, 'account', 'create', 'pgless')
-    token = (await tessera(server.env, 'token', 'create', 'pgless', '--scopes', scopes)).token
+    token = (
+      await tessera(server.env, 'token', 'create', 'pgless', '--scopes', scopes, '--note', 'test')
+    ).token
   })
   afterAll(async () => {
     await server?.stop()

@@ -22,7 +22,16 @@ describe('two instances on PostgreSQL and Redis', () => {
   it('validate on one a token created on the other, and revoke within one second', async () => {
     await awayFromWindowEdge(10)
     await tessera(first.env, 'account', 'create', 'fleet-a')
-    const holder = await tessera(first.env, 'token', 'create', 'fleet-a', '--scopes', scopes)
+    const holder = await tessera(
+      first.env,
+      'token',
+      'create',
+      'fleet-a',
+      '--scopes',
+      scopes,
+      '--note',
+      'test',
+    )
     const created = await api(first, 'POST', '/tokens/v2/fleet-a', holder.token, {
       scopes: ['styles:read'],
     })
@@ -53,7 +62,16 @@ describe('two instances on PostgreSQL and Redis', () => {
 
   it('roll on one: the other refuses the old string within one second, and takes the new', async () => {
     await tessera(first.env, 'account', 'create', 'fleet-r')
-    const holder = await tessera(first.env, 'token', 'create', 'fleet-r', '--scopes', scopes)
+    const holder = await tessera(
+      first.env,
+      'token',
+      'create',
+      'fleet-r',
+      '--scopes',
+      scopes,
+      '--note',
+      'test',
+    )
     const made = await api(first, 'POST', '/tokens/v2/fleet-r', holder.token, {
       scopes: ['styles:read'],
     })
@@ -83,7 +101,16 @@ describe('two instances on PostgreSQL and Redis', () => {
   it('count one limit across instances: with 5 a minute, 3 requests on each give exactly one 429', async () => {
     await awayFromWindowEdge(10)
     await tessera(first.env, 'account', 'create', 'fleet-b')
-    const holder = await tessera(first.env, 'token', 'create', 'fleet-b', '--scopes', scopes)
+    const holder = await tessera(
+      first.env,
+      'token',
+      'create',
+      'fleet-b',
+      '--scopes',
+      scopes,
+      '--note',
+      'test',
+    )
     const answers = []
     for (let i = 0; i < 3; i++) {
       answers.push(await api(first, 'GET', '/scopes/v1/fleet-b', holder.token))

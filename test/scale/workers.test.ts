@@ -43,7 +43,16 @@ describe('WORKERS=2 on PostgreSQL and Redis', () => {
     const workers = await start({ WORKERS: '2', RATE_LIMIT_PER_MINUTE: '5' })
     const single = await start({ RATE_LIMIT_PER_MINUTE: '5' })
     await tessera(workers.env, 'account', 'create', 'limited')
-    const sk = await tessera(workers.env, 'token', 'create', 'limited', '--scopes', 'tokens:read')
+    const sk = await tessera(
+      workers.env,
+      'token',
+      'create',
+      'limited',
+      '--scopes',
+      'tokens:read',
+      '--note',
+      'test',
+    )
     const [a, b] = await pair(workers)
     await awayFromWindowEdge(5)
     const route = `/tokens/v2?access_token=${sk.token}`
@@ -66,6 +75,8 @@ describe('WORKERS=2 on PostgreSQL and Redis', () => {
       'revoking',
       '--scopes',
       'tokens:read,tokens:write,styles:read',
+      '--note',
+      'test',
     )
     const [a, b] = await pair(workers)
     const elsewhere = connection(single)

@@ -15,6 +15,7 @@ import {
 import type { ThrottleKey } from '../throttle.js'
 import { scopesView, settingsView } from '../views/account.js'
 import { noticesOf } from './hygiene-data.js'
+import { passkeyPlace } from './passkeys.js'
 
 const notices: Record<string, string> = {
   password: 'Password changed',
@@ -52,7 +53,7 @@ export async function settingsPage(ctx: AppContext, request: FastifyRequest, mor
     account,
     scopeCount,
     person,
-    factors,
+    factors: { ...factors, passkeys: passkeyPlace(request, ctx.config.http) },
     notices: upcoming,
     now: ctx.tokens.now(),
     policy: ctx.accounts.tokenPolicy(account),

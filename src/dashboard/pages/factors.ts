@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify'
+import { passkeyOrigin } from '../../config/http.js'
 import { actorOf } from '../../http/actor.js'
 import type { DashboardDeps } from '../deps.js'
 import { form, holderOf, redirect, refusal, refused, sendPage, tooManyAttempts } from '../reply.js'
@@ -7,7 +8,7 @@ import type { ThrottleKey } from '../throttle.js'
 import { messageView } from '../views/auth.js'
 import { recoveryCodesView, totpView, verifyView } from '../views/factors.js'
 import { beginSession } from './begin.js'
-import { relyingParty } from './passkeys.js'
+import { passkeyPlace, relyingParty } from './passkeys.js'
 
 const signedOut = { config: { signedOut: true } }
 /** Pages a person held by a 2FA policy may still use: enrolment, and signing out. */
@@ -32,7 +33,7 @@ export function factorPages(app: FastifyInstance, deps: DashboardDeps) {
 /** The second step of a sign-in, after a right password: a code or a passkey. */
 function secondStepPages(app: FastifyInstance, { ctx, throttle }: DashboardDeps) {
   const { factors, holders, passkeys } = ctx
-  const rp = () => relyingParty(ctx.config.http.publicUrl ?? app.publicUrl)
+  const rp = () => relyingParty(passkeyOrigin(ctx.config.http, app.publicUrl))
   const hasPasskey = async (login: string) =>
     (await factors.list(login)).some((f) => f.kind === 'passkey')
 
@@ -46,7 +47,8 @@ function secondStepPages(app: FastifyInstance, { ctx, throttle }: DashboardDeps)
     const id = pendingId(request)
     const pending = id === undefined ? undefined : await factors.pending(id)
     if (pending === undefined) return sendPage(clearPendingCookie(reply), expired(), 410)
-    return sendPage(reply, verifyView({ passkeys: await hasPasskey(pending.login) }))
+    const place = passkeyPlace(request, ctx.config.http)
+    return sendPage(reply, verifyView({ passkeys: await hasPasskey(pending.login), place }))
   })
 
   app.post('/sign-in/verify', signedOut, async (request, reply) => {
@@ -79,7 +81,8 @@ function secondStepPages(app: FastifyInstance, { ctx, throttle }: DashboardDeps)
       const error = {
         message: assertion === null ? 'That code is not right' : 'That passkey was not accepted',
       }
-      const view = verifyView({ passkeys: await hasPasskey(pending.login), error })
+      const place = passkeyPlace(request, ctx.config.http)
+      const view = verifyView({ passkeys: await hasPasskey(pending.login), place, error })
       return sendPage(reply, view, 401)
     }
     await throttle.release(keys)

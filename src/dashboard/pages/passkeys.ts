@@ -1,11 +1,13 @@
-import type { FastifyInstance } from 'fastify'
+import { isIP } from 'node:net'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { type HttpConfig, passkeyOrigin } from '../../config/http.js'
 import { actorOf } from '../../http/actor.js'
 import type { RelyingParty } from '../../people/passkeys.js'
 import type { DashboardDeps } from '../deps.js'
 import { form, holderOf, redirect, sendPage, tooManyAttempts } from '../reply.js'
 import { pendingId, safeNext } from '../session.js'
 import type { ThrottleKey } from '../throttle.js'
-import { messageView } from '../views/auth.js'
+import { messageView, type PasskeyPlace } from '../views/auth.js'
 import { beginSession } from './begin.js'
 
 const tooMany = 'Too many passkey sign-ins from this address: try again later.'
@@ -19,6 +21,26 @@ export const relyingParty = (publicUrl: string): RelyingParty => {
   return { origin: url.origin, id: url.hostname }
 }
 
+const originOf = (host: string) => {
+  try {
+    return new URL(`https://${host}`).origin
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Whether the page this request asks for may offer passkeys: a browser performs a ceremony only
+ * at the relying party's own origin, and never at an IP address. Behind a TLS proxy the request
+ * names the proxy's upstream, not what the browser shows: PUBLIC_URL is the origin there.
+ */
+export function passkeyPlace(request: FastifyRequest, http: HttpConfig): PasskeyPlace {
+  const rp = relyingParty(passkeyOrigin(http, request.server.publicUrl))
+  if (isIP(rp.id.replace(/^\[|\]$/g, '')) !== 0) return { offered: false }
+  if (http.trustProxy || originOf(request.host) === rp.origin) return { offered: true }
+  return { offered: false, at: rp.origin }
+}
+
 /**
  * Passkey ceremonies: options as JSON for the page's script, then a form POST with the
  * browser's answer. Registration needs a session (and its CSRF token); sign-in with a passkey
@@ -26,7 +48,7 @@ export const relyingParty = (publicUrl: string): RelyingParty => {
  */
 export function passkeyPages(app: FastifyInstance, { ctx, throttle }: DashboardDeps) {
   const { passkeys, holders } = ctx
-  const rp = () => relyingParty(ctx.config.http.publicUrl ?? app.publicUrl)
+  const rp = () => relyingParty(passkeyOrigin(ctx.config.http, app.publicUrl))
 
   app.post('/passkeys/register/options', registration('json'), async (request, reply) => {
     const { session } = holderOf(request)

@@ -6,6 +6,7 @@ import { clearSessionCookie, safeNext, setPendingCookie } from '../session.js'
 import type { ThrottleKey } from '../throttle.js'
 import { signInView } from '../views/auth.js'
 import { beginSession } from './begin.js'
+import { passkeyPlace } from './passkeys.js'
 import { setupPages, signUpPages } from './setup.js'
 
 const signedOut = { config: { signedOut: true } }
@@ -20,7 +21,8 @@ export function signInPages(app: FastifyInstance, deps: DashboardDeps) {
     const next = safeNext((request.query as { next?: string }).next)
     // Discovery under way (the first moments after start): wait for it a little.
     await sso.ready()
-    return sendPage(reply, signInView({ next, signUp, sso: sso.button() }))
+    const passkeys = passkeyPlace(request, ctx.config.http)
+    return sendPage(reply, signInView({ next, signUp, sso: sso.button(), passkeys }))
   })
 
   app.post('/sign-in', signedOut, async (request, reply) => {
@@ -43,7 +45,9 @@ export function signInPages(app: FastifyInstance, deps: DashboardDeps) {
     })
     if (person === undefined) {
       const error = { message: 'Wrong username or password' }
-      return sendPage(reply, signInView({ username, next, error, signUp, sso: sso.button() }), 401)
+      const passkeys = passkeyPlace(request, ctx.config.http)
+      const view = signInView({ username, next, error, signUp, sso: sso.button(), passkeys })
+      return sendPage(reply, view, 401)
     }
     await throttle.release(keys)
     if (person.secondFactor) {

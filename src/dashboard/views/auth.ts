@@ -1,5 +1,5 @@
 import { alert, type FormError } from './forms.js'
-import { html } from './html.js'
+import { type Html, html } from './html.js'
 import { layout } from './layout.js'
 
 export const passkeyScripts = ['webauthn.js', 'passkeys.js']
@@ -16,6 +16,23 @@ export const passkeyButton = (
   <p class="visually-hidden" id="passkey-status" role="status"></p>
 </div>`
 
+/**
+ * Whether a page offers passkeys: only at the relying party's own origin (the server's
+ * PUBLIC_URL, by default https://localhost:PORT), since a browser refuses a ceremony anywhere
+ * else and at any IP address. Where not, `at` is the origin where they work; none where they
+ * work nowhere (PUBLIC_URL is an IP address).
+ */
+export type PasskeyPlace = { offered: true } | { offered: false; at?: string }
+
+/** Passkeys offered, or the line that says where they work instead (`path`: this page). */
+export const passkeyOffer = (place: PasskeyPlace, path: string, offer: () => Html) => {
+  if (place.offered) return offer()
+  if (place.at === undefined) {
+    return html`<p class="hint">Passkeys are not offered here: browsers allow them only at a domain name, and this server's address is an IP address.</p>`
+  }
+  return html`<p class="hint">Passkeys work at this server's own address: <a href="${place.at}${path}">${place.at}</a>.</p>`
+}
+
 /** Sign in, set a password (setup link) and sign up: the pages before a session. */
 
 export const signInView = (v: {
@@ -25,9 +42,10 @@ export const signInView = (v: {
   signUp: boolean
   /** The single sign-on button's text, when it is offered. */
   sso?: string
+  passkeys: PasskeyPlace
 }) =>
   layout(
-    { title: 'Sign in', scripts: passkeyScripts },
+    { title: 'Sign in', scripts: v.passkeys.offered ? passkeyScripts : [] },
     html`<div class="narrow">
 ${alert(v.error)}
 <form method="post" action="/account/sign-in" class="card" novalidate>
@@ -43,7 +61,7 @@ ${
     ? ''
     : html`<p class="sso"><a class="button secondary" href="/account/sso?next=${encodeURIComponent(v.next)}">${v.sso}</a></p>`
 }
-${passkeyButton('signin', 'Sign in with a passkey', v.next)}
+${passkeyOffer(v.passkeys, '/account/sign-in', () => passkeyButton('signin', 'Sign in with a passkey', v.next))}
 <p class="hint">Forgot your password? Ask your operator for a new setup link.</p>
 ${v.signUp ? html`<p>No account yet? <a href="/account/sign-up">Create an account</a></p>` : ''}
 </div>`,

@@ -1,5 +1,5 @@
 import type { FactorView } from '../../people/factors.js'
-import { passkeyButton, passkeyScripts } from './auth.js'
+import { type PasskeyPlace, passkeyButton, passkeyOffer, passkeyScripts } from './auth.js'
 import { alert, csrf, type FormError, time } from './forms.js'
 import { Html, html } from './html.js'
 import { layout, type SignedIn } from './layout.js'
@@ -9,10 +9,13 @@ import { layout, type SignedIn } from './layout.js'
 const codeField = (label: string) => html`<label for="code">${label}</label>
   <input id="code" name="code" autocomplete="one-time-code" autocapitalize="none" spellcheck="false" required aria-describedby="code-hint">`
 
-/** After a right password: a code from the authenticator app, or a recovery code. */
-export const verifyView = (v: { passkeys: boolean; error?: FormError }) =>
+/**
+ * After a right password: a code from the authenticator app, or a recovery code; or one of the
+ * person's passkeys (`passkeys`), where this page's address allows them (`place`).
+ */
+export const verifyView = (v: { passkeys: boolean; place: PasskeyPlace; error?: FormError }) =>
   layout(
-    { title: 'Two-step sign-in', scripts: v.passkeys ? passkeyScripts : [] },
+    { title: 'Two-step sign-in', scripts: v.passkeys && v.place.offered ? passkeyScripts : [] },
     html`<div class="narrow">
 <p>Enter the 6-digit code your authenticator app shows, or one of your recovery codes.</p>
 ${alert(v.error)}
@@ -21,7 +24,7 @@ ${alert(v.error)}
   <p class="hint" id="code-hint">A recovery code works once.</p>
   <button type="submit">Verify</button>
 </form>
-${v.passkeys ? passkeyButton('second', 'Use a passkey') : ''}
+${v.passkeys ? passkeyOffer(v.place, '/account/sign-in', () => passkeyButton('second', 'Use a passkey')) : ''}
 <p><a href="/account/sign-in">Start again</a></p>
 </div>`,
   )
@@ -33,6 +36,8 @@ export function factorsSection(v: {
   codesLeft: number
   required: boolean
   error?: FormError
+  /** Where passkeys work, when not at this page's address (pages/passkeys.ts passkeyPlace). */
+  passkeys?: PasskeyPlace
 }) {
   const app = v.factors.find((f) => f.kind === 'totp')
   return html`<section aria-labelledby="factors-heading" class="card">
@@ -58,13 +63,17 @@ export function factorsSection(v: {
   </form>`
   }
   <p><a href="/account/settings/totp">${app === undefined ? 'Set up an authenticator app' : 'Replace the authenticator app'}</a></p>
-  <form method="post" action="/account/passkeys/register" class="passkey-form" novalidate>
+  ${passkeyOffer(
+    v.passkeys ?? { offered: true },
+    '/account/settings',
+    () => html`<form method="post" action="/account/passkeys/register" class="passkey-form" novalidate>
     ${csrf(v.signedIn.csrf)}
     <label for="passkey-name">Passkey name</label>
     <input id="passkey-name" name="name" maxlength="64" value="Passkey" aria-describedby="passkey-hint">
     <p class="hint" id="passkey-hint">Sign in with your fingerprint, face or device PIN instead of a password and code.</p>
     ${passkeyButton('register', 'Add a passkey')}
-  </form>
+  </form>`,
+  )}
 </section>`
 }
 
