@@ -92,6 +92,8 @@ beforeAll(async () => {
       'token',
       'create',
       'acme',
+      '--note',
+      'verifier',
       '--scopes',
       'tokens:read,tokens:write,styles:read,styles:write',
     )
@@ -271,7 +273,16 @@ describe('@tessera/verifier against Tessera', () => {
     expect((await verifier.verify(token, { origin: 'https://example.com' }))?.valid).toBe(true)
 
     const other = (
-      await tessera(server.env, 'token', 'create', 'globex', '--scopes', 'styles:read')
+      await tessera(
+        server.env,
+        'token',
+        'create',
+        'globex',
+        '--note',
+        'test',
+        '--scopes',
+        'styles:read',
+      )
     ).token
     expect((await verifier.verify(other))?.valid).toBe(true)
     expect((await verifier.verify(sk))?.valid).toBe(true)
@@ -297,10 +308,30 @@ describe('@tessera/verifier with Tessera stopped', () => {
     try {
       await v.ready()
       await tessera(own.env, 'account', 'create', 'acme')
-      const known = (await tessera(own.env, 'token', 'create', 'acme', '--scopes', 'styles:read'))
-        .token
-      const unknown = (await tessera(own.env, 'token', 'create', 'acme', '--scopes', 'styles:read'))
-        .token
+      const known = (
+        await tessera(
+          own.env,
+          'token',
+          'create',
+          'acme',
+          '--note',
+          'test',
+          '--scopes',
+          'styles:read',
+        )
+      ).token
+      const unknown = (
+        await tessera(
+          own.env,
+          'token',
+          'create',
+          'acme',
+          '--note',
+          'test',
+          '--scopes',
+          'styles:read',
+        )
+      ).token
       expect((await v.verify(known, { scope: 'styles:read' }))?.valid).toBe(true)
 
       // Timed from before the stop: the verifier's clock starts when the stream ends, during
