@@ -4,6 +4,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   symlinkSync,
   writeFileSync,
@@ -38,18 +39,42 @@ const root = path.resolve(import.meta.dirname, '../..')
 const exec = promisify(execFile)
 const available = browserAvailable()
 
-/** A copy of what a clone holds (tracked files, and new ones not ignored): no build, no data. */
+/** What a clone does not hold: .gitignore's folders (the build, data, installed packages). */
+const notInAClone = new Set(['.git', 'node_modules', 'dist', 'data', 'coverage', 'test-output'])
+
+/**
+ * The files of a clone: git's (tracked, and new ones not ignored) in a checkout; in a copy
+ * without .git (CI's run on other Node majors), every file but the ignored folders.
+ */
+function cloneFiles(): string[] {
+  if (existsSync(path.join(root, '.git'))) {
+    const listed = execFileSync(
+      'git',
+      ['ls-files', '-z', '--cached', '--others', '--exclude-standard'],
+      {
+        cwd: root,
+        encoding: 'utf8',
+      },
+    )
+    return listed.split('\0').filter((f) => f !== '' && existsSync(path.join(root, f)))
+  }
+  const files: string[] = []
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(path.join(root, dir), { withFileTypes: true })) {
+      const file = path.join(dir, entry.name)
+      if (entry.isDirectory()) {
+        if (!notInAClone.has(entry.name) && file !== 'deploy/.fleet') walk(file)
+      } else if (entry.isFile()) files.push(file)
+    }
+  }
+  walk('')
+  return files
+}
+
+/** A copy of what a clone holds: no build, no data, node_modules linked (see above). */
 function cleanCopy(): string {
   const clone = path.join(mkdtempSync(path.join(tmpdir(), 'tessera-newcomer-')), 'tessera')
-  const files = execFileSync(
-    'git',
-    ['ls-files', '-z', '--cached', '--others', '--exclude-standard'],
-    {
-      cwd: root,
-      encoding: 'utf8',
-    },
-  )
-  for (const file of files.split('\0').filter((f) => f !== '' && existsSync(path.join(root, f)))) {
+  for (const file of cloneFiles()) {
     mkdirSync(path.dirname(path.join(clone, file)), { recursive: true })
     cpSync(path.join(root, file), path.join(clone, file))
   }
