@@ -56,6 +56,13 @@ export interface Config {
    * At least 10 s: a healthy worker may wait up to 5 s for SQLite's write lock (busy_timeout).
    */
   workerTimeoutMs: number
+  /** Tokens for machines (docs/machines.md): child tokens' depth, identity issuers' CAs. */
+  machines: {
+    /** CHILD_TOKEN_DEPTH: levels of children below a token, 1 to 4. */
+    childDepth: number
+    /** EXCHANGE_CA_FILE: PEM certificate authorities trusted for identity issuers' keys. */
+    caFile?: string
+  }
 }
 
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
@@ -138,5 +145,9 @@ export function toConfig(env: Env): Config {
     workers: workersConfig(env.WORKERS),
     workerTimeoutMs:
       integer('WORKER_TIMEOUT_SECONDS', env.WORKER_TIMEOUT_SECONDS, 30, 10, 3600) * 1000,
+    machines: {
+      childDepth: integer('CHILD_TOKEN_DEPTH', env.CHILD_TOKEN_DEPTH, 4, 1, 4),
+      ...(env.EXCHANGE_CA_FILE === undefined ? {} : { caFile: env.EXCHANGE_CA_FILE }),
+    },
   }
 }

@@ -194,6 +194,7 @@ function buildServices(
     now,
     directory,
     groupCommits: metrics.groupCommits,
+    childDepth: config.machines.childDepth,
   })
   const accounts = new AccountService(db, catalog, tokens)
   const mailer = createMailer(config, log)

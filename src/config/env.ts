@@ -50,6 +50,8 @@ const names = [
   'INVITATION_MAILS_PER_ADDRESS',
   'WORKERS',
   'WORKER_TIMEOUT_SECONDS',
+  'CHILD_TOKEN_DEPTH',
+  'EXCHANGE_CA_FILE',
 ] as const
 
 /** Every environment variable Tessera reads, as given. Nothing below context.ts reads process.env. */

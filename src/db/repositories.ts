@@ -39,15 +39,18 @@ export const toToken = (row: Selectable<TokensTable>): TokenRecord => {
     ...(row.retires == null ? {} : { retiresAt: Date.parse(row.retires) }),
     ...(row.leaked == null ? {} : { leaked: row.leaked }),
     ...(row.lineage == null ? {} : { lineage: row.lineage }),
+    ...(row.parent == null ? {} : { parent: row.parent }),
   }
 }
 
 /**
- * A record as a row; `retires` is written by `retire` alone (creates never set it), `lineage` by
- * `insert` alone (a roll's new token).
+ * A record as a row; `retires` is written by `retire` alone (creates never set it), `lineage` and
+ * `parent` by `insert` alone (a roll's new token, a child token), `parent` also by a roll's move
+ * of the children (tokens/family.ts).
  */
-export const fromToken = (t: TokenRecord): Omit<TokensTable, 'retires' | 'leaked' | 'lineage'> =>
-  tokenRow(t, tokenDocument(t))
+export const fromToken = (
+  t: TokenRecord,
+): Omit<TokensTable, 'retires' | 'leaked' | 'lineage' | 'parent'> => tokenRow(t, tokenDocument(t))
 
 /** The row with its document as given: JSON text, or the view itself (see creates.ts). */
 export const tokenRow = <D>(t: TokenRecord, document: D) => ({
@@ -64,11 +67,12 @@ export const tokenRow = <D>(t: TokenRecord, document: D) => ({
 
 export const tokensRepo = {
   async insert(db: Executor, t: TokenRecord): Promise<void> {
-    const row = fromToken(t)
-    await db
-      .insertInto('tokens')
-      .values(t.lineage === undefined ? row : { ...row, lineage: t.lineage })
-      .execute()
+    const row = {
+      ...fromToken(t),
+      ...(t.lineage === undefined ? {} : { lineage: t.lineage }),
+      ...(t.parent === undefined ? {} : { parent: t.parent }),
+    }
+    await db.insertInto('tokens').values(row).execute()
   },
 
   /** `documents`, when given, are the records' documents already written (tokenDocument). */

@@ -41,6 +41,8 @@ export interface AccountsTable {
   token_policy: Generated<string | null>
   /** The account's own named rate limits as JSON (ratelimit/named.ts); null: none (0018). */
   ratelimits: Generated<string | null>
+  /** The account's workload identity trust policies as JSON (exchange/policies.ts); null: none. */
+  trust_policies: Generated<string | null>
 }
 
 export interface TokensTable {
@@ -61,6 +63,15 @@ export interface TokensTable {
   leaked: string | null
   /** Made by a roll: the id of the first token of its line of rolls; null otherwise. */
   lineage: string | null
+  /** A child token: its parent's id (migration 0020, tokens/family.ts); null otherwise. */
+  parent: string | null
+}
+
+/** An identity token exchanged (exchange/service.ts): refused again until `expires` (ISO). */
+export interface ExchangeJtisTable {
+  issuer: string
+  jti: string
+  expires: string
 }
 
 export interface LeakReportsTable {
@@ -270,4 +281,5 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable
   webhook_deliveries: WebhookDeliveriesTable
   webhook_attempts: WebhookAttemptsTable
+  exchange_jtis: ExchangeJtisTable
 }

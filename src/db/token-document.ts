@@ -27,6 +27,8 @@ export interface TokenRecord {
   leaked?: string
   /** Made by a roll: the id of the first token of its line of rolls (see rollToken). */
   lineage?: string
+  /** Tessera: a child token's parent (docs/machines.md); absent for any other token. */
+  parent?: string
 }
 
 /** The token metadata object of the wire (specification 2.2). */
@@ -46,6 +48,8 @@ export interface TokenView {
   expiresAt?: string
   /** Tessera: its own named rate limits; absent when it has none. */
   ratelimits?: NamedLimit[]
+  /** Tessera: the id of the token it was made under (a child token); absent otherwise. */
+  parent?: string
   token?: string
 }
 
@@ -65,6 +69,7 @@ export function tokenView(record: TokenRecord): TokenView {
   if (record.allowedIps != null) view.allowedIps = record.allowedIps
   if (record.expiresAt != null) view.expiresAt = isoTime(record.expiresAt)
   if (record.ratelimits != null) view.ratelimits = record.ratelimits
+  if (record.parent !== undefined) view.parent = record.parent
   return view
 }
 
@@ -79,6 +84,7 @@ export function tokenDocument(r: TokenRecord): string {
   if (r.allowedIps != null) text += `,"allowedIps":${jsonArray(r.allowedIps)}`
   if (r.expiresAt != null) text += `,"expiresAt":${jsonString(isoTime(r.expiresAt))}`
   if (r.ratelimits != null) text += `,"ratelimits":${JSON.stringify(r.ratelimits)}`
+  if (r.parent !== undefined) text += `,"parent":${jsonString(r.parent)}`
   return `${text}}`
 }
 

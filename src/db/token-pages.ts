@@ -16,6 +16,8 @@ export interface ListFilter {
   /** Keyset position: rows strictly after (timestamp, id) in the listing's order. */
   after?: { at: string; id: string }
   limit: number
+  /** Only the children of this token (docs/machines.md). */
+  parent?: string
 }
 
 /**
@@ -32,14 +34,15 @@ export const tokenPagesRepo = {
   async list(db: Executor, f: ListFilter): Promise<ListedEntry[]> {
     const column = f.sortby
     const direction = f.sortby === 'created' ? 'asc' : 'desc'
-    const { usage, isDefault, after } = f
+    const { usage, isDefault, after, parent } = f
     const isDefaultValue = isDefault === undefined ? undefined : isDefault ? 1 : 0
     const parameters: unknown[] = [f.username]
     if (usage !== undefined) parameters.push(usage)
     if (isDefaultValue !== undefined) parameters.push(isDefaultValue)
+    if (parent !== undefined) parameters.push(parent)
     if (after !== undefined) parameters.push(after.at, after.id)
     parameters.push(f.limit)
-    const shape = `list ${column} ${usage !== undefined} ${isDefault !== undefined} ${after !== undefined}`
+    const shape = `list ${column} ${usage !== undefined} ${isDefault !== undefined} ${parent !== undefined} ${after !== undefined}`
     const { rows } = await db.executeQuery(
       compiledOnce(db, shape, parameters, () => {
         let q = db
@@ -48,6 +51,7 @@ export const tokenPagesRepo = {
           .where('username', '=', f.username)
         if (usage !== undefined) q = q.where('usage', '=', usage)
         if (isDefaultValue !== undefined) q = q.where('is_default', '=', isDefaultValue)
+        if (parent !== undefined) q = q.where('parent', '=', parent)
         if (after !== undefined) {
           const op = direction === 'asc' ? '>' : '<'
           q = q.where((eb) => eb(eb.refTuple(column, 'id'), op, eb.tuple(after.at, after.id)))

@@ -32,6 +32,12 @@ export const ListQuery = Type.Object({
     Type.Union([Type.Literal('created'), Type.Literal('modified')], message('badSortby')),
   ),
   start: Type.Optional(Type.String(message('badStart'))),
+  parent: Type.Optional(
+    Type.String({
+      ...resources,
+      description: "Tessera: only this token's children (docs/machines.md)",
+    }),
+  ),
 })
 
 const Note = Type.String({ maxLength: maxNoteLength, ...resources })
@@ -89,6 +95,27 @@ export const CreateBody = Type.Object(
   resources,
 )
 
+/** A child token's create (docs/machines.md): a permanent create's fields, and its credits. */
+export const ChildBody = Type.Object(
+  {
+    note: Type.Optional(Note),
+    scopes: Type.Optional(Scopes),
+    allowedUrls: Type.Optional(AllowedUrls),
+    allowedIps: Type.Optional(AllowedIps),
+    expiresAt: Type.Optional(ExpiresAt),
+    ratelimits: Type.Optional(Ratelimits),
+    credits: Type.Optional(
+      Type.Integer({
+        ...resources,
+        minimum: 0,
+        description:
+          "Credits the child is given, taken off its parent's balance; required when the parent has one",
+      }),
+    ),
+  },
+  resources,
+)
+
 export const UpdateBody = Type.Object(
   {
     note: Type.Optional(Note),
@@ -109,6 +136,12 @@ export const RollBody = Type.Object({
         'Until when the old string works: ISO 8601, at most 24 hours ahead; now if absent',
     }),
   ),
+  children: Type.Optional(
+    Type.Union([Type.Literal('move'), Type.Literal('end')], {
+      description:
+        'Tessera: its child tokens go to the token that replaces it (move, the default) or end now (end)',
+    }),
+  ),
 })
 
 export const TokenObject = Type.Object({
@@ -127,6 +160,9 @@ export const TokenObject = Type.Object({
   ),
   ratelimits: Type.Optional(
     Type.Array(NamedLimit, { description: 'Tessera: its own named rate limits; absent when none' }),
+  ),
+  parent: Type.Optional(
+    Type.String({ description: 'Tessera: the token it was made under; absent for any other' }),
   ),
   token: Type.Optional(Type.String()),
 })

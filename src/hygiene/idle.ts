@@ -138,14 +138,15 @@ async function remove(
   const target = { type: 'token' as const, id: token.id }
   const now = deps.tokens.now()
   const event = auditEvent(now, 'token.deleted', systemActor, target, account.username, details)
-  const deleted = await deps.db.transaction().execute(async (trx) => {
-    if (!(await tokensRepo.deleteUnretired(trx, account.username, token.id))) return false
+  const family = await deps.db.transaction().execute(async (trx) => {
+    if (!(await tokensRepo.deleteUnretired(trx, account.username, token.id))) return undefined
     await auditRepo.insert(trx, event)
     await deps.tokens.notifyChanged(trx, [token.id])
-    return true
+    return deps.tokens.endDescendants(trx, token, 'idle', systemActor)
   })
-  if (deleted) deps.tokens.forget([token.id])
-  return deleted
+  if (family === undefined) return false
+  deps.tokens.forget([token.id, ...family])
+  return true
 }
 
 /**

@@ -49,6 +49,40 @@ export interface TemporaryResult {
 
 const hourMs = 3_600_000
 
+/**
+ * The authorizing pk/sk as its stored record has it now. The validator's principal comes from
+ * this instance's cache, which learns of a roll made elsewhere (another instance or worker)
+ * only when the change feed's notice arrives: until then the old string would pass for a token
+ * that is not retiring, and could make a permanent token, or a temporary one with
+ * tokens:write or past the grace. A create reads the caller's row once (by its key; creates
+ * are not the verification hot path), as update, roll and delete do (refuseRetiring). A tk
+ * names no stored token: it is taken as it is.
+ */
+export async function currentPrincipal(
+  records: TokenRecords,
+  principal: Principal,
+): Promise<Principal> {
+  if (principal.tokenId === undefined) return principal
+  const record = await tokensRepo.find(records.db, principal.tokenId)
+  // Deleted, or past its grace (and perhaps swept) since this instance cached it: as the
+  // validator answers such a string once it knows.
+  if (
+    record === undefined ||
+    (record.retiresAt !== undefined && record.retiresAt <= records.now())
+  ) {
+    return fail('unauthorized')
+  }
+  if (record.retiresAt === principal.retiresAt) return principal
+  // The end of what it makes (expiresAfterAuthorizer), as principalOf sets it from the record.
+  const end = Math.min(record.expiresAt ?? Infinity, record.retiresAt ?? Infinity)
+  const exp = Math.min(principal.exp ?? Infinity, Math.floor(end / 1000))
+  return {
+    ...principal,
+    ...(exp === Infinity ? {} : { exp }),
+    ...(record.retiresAt === undefined ? {} : { retiresAt: record.retiresAt }),
+  }
+}
+
 /** Creates of permanent and temporary tokens, written in groups (see Batcher). */
 export class TokenCreation {
   /** Group commit of new tokens, each with its audit event, atomically (see insertWithEvents). */
@@ -77,37 +111,6 @@ export class TokenCreation {
     )
   }
 
-  /**
-   * The authorizing pk/sk as its stored record has it now. The validator's principal comes from
-   * this instance's cache, which learns of a roll made elsewhere (another instance or worker)
-   * only when the change feed's notice arrives: until then the old string would pass for a token
-   * that is not retiring, and could make a permanent token, or a temporary one with
-   * tokens:write or past the grace. A create reads the caller's row once (by its key; creates
-   * are not the verification hot path), as update, roll and delete do (refuseRetiring). A tk
-   * names no stored token: it is taken as it is.
-   */
-  private async current(principal: Principal): Promise<Principal> {
-    if (principal.tokenId === undefined) return principal
-    const record = await tokensRepo.find(this.records.db, principal.tokenId)
-    // Deleted, or past its grace (and perhaps swept) since this instance cached it: as the
-    // validator answers such a string once it knows.
-    if (
-      record === undefined ||
-      (record.retiresAt !== undefined && record.retiresAt <= this.records.now())
-    ) {
-      return fail('unauthorized')
-    }
-    if (record.retiresAt === principal.retiresAt) return principal
-    // The end of what it makes (expiresAfterAuthorizer), as principalOf sets it from the record.
-    const end = Math.min(record.expiresAt ?? Infinity, record.retiresAt ?? Infinity)
-    const exp = Math.min(principal.exp ?? Infinity, Math.floor(end / 1000))
-    return {
-      ...principal,
-      ...(exp === Infinity ? {} : { exp }),
-      ...(record.retiresAt === undefined ? {} : { retiresAt: record.retiresAt }),
-    }
-  }
-
   /** A new permanent token, stored with its audit event; also its document, written once. */
   async insert(
     account: AccountRecord,
@@ -117,7 +120,7 @@ export class TokenCreation {
   ): Promise<{ record: TokenRecord; document: string }> {
     const refused = creationRefusal(principal, false)
     if (refused !== undefined) throw refused
-    principal = await this.current(principal)
+    principal = await currentPrincipal(this.records, principal)
     const again = creationRefusal(principal, false)
     if (again !== undefined) throw again
     const allowedUrls = normalizeAllowedUrls(input.allowedUrls)
@@ -166,7 +169,7 @@ export class TokenCreation {
   ): Promise<TemporaryResult> {
     const refused = creationRefusal(principal, true)
     if (refused !== undefined) throw refused
-    principal = await this.current(principal)
+    principal = await currentPrincipal(this.records, principal)
     if (input.allowedUrls !== undefined) {
       fail('invalidResources', 'temporary tokens cannot have allowedUrls')
     }

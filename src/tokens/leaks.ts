@@ -185,7 +185,13 @@ export class LeakService {
       // The default token cannot go: it is rolled, its leaked string ending now. Rolled by a
       // report at the same moment (404, 409): that one revoked it and was recorded.
       try {
-        await this.tokens.roll(account, this.accounts.holder(account), record.id, {}, actor)
+        await this.tokens.roll(
+          account,
+          this.accounts.holder(account),
+          record.id,
+          { children: 'end' },
+          actor,
+        )
       } catch (err) {
         if (err instanceof ApiError && (err.kind === 'notFound' || err.kind === 'tokenRetiring')) {
           return { tokenHash, live: true, action: 'revoked' }
@@ -195,13 +201,16 @@ export class LeakService {
       await auditRepo.insert(this.db, event)
       return { tokenHash, live: true, action: 'revoked' }
     }
-    await this.db.transaction().execute(async (trx) => {
-      if (revoke) await tokensRepo.delete(trx, account.username, record.id)
+    // Revoked: its children end with it, whatever strings they have (docs/machines.md).
+    const family = await this.db.transaction().execute(async (trx) => {
+      let deleted = false
+      if (revoke) deleted = await tokensRepo.delete(trx, account.username, record.id)
       else await tokensRepo.flagLeaked(trx, record.id, isoTime(at))
       await auditRepo.insert(trx, event)
       await this.tokens.notifyChanged(trx, [record.id])
+      return deleted ? this.tokens.endDescendants(trx, record, 'leaked', actor) : []
     })
-    this.tokens.forget([record.id])
+    this.tokens.forget([record.id, ...family])
     return { tokenHash, live: true, action: revoke ? 'revoked' : 'flagged' }
   }
 }

@@ -11,6 +11,8 @@ export interface ListQuery {
   limit: number
   sortby: SortBy
   start?: string
+  /** Tessera: only this token's children. */
+  parent?: string
 }
 
 /**
@@ -36,6 +38,7 @@ export async function listPage(
     sortby: q.sortby,
     after,
     limit: q.limit + 1,
+    parent: q.parent,
   })
   const page = rows.slice(0, q.limit)
   // Entries as tokenPagesRepo.list makes them (see ListedEntry). Read in place: an object per

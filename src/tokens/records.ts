@@ -55,6 +55,11 @@ export class TokenRecords {
     this.cache.invalidate(id)
   }
 
+  /** Drops tokens from this instance's cache after a transaction that changed them committed. */
+  forget(ids: readonly string[]): void {
+    for (const id of ids) this.cache.invalidate(id)
+  }
+
   /** pk/sk strings are not stored: they are derived from (usage, username, id, signing key). */
   tokenString(record: { id: string; usage: 'pk' | 'sk'; username: string; keyId: string }) {
     return this.cache.tokenString(record.id, () => {

@@ -6,12 +6,14 @@ import { type AccountRecord, tokensRepo } from '../db/repositories.js'
 import type { TokenRecord, TokenView } from '../db/token-document.js'
 import type { ScopeCatalog } from '../scopes/catalog.js'
 import { TokenCache } from './cache.js'
+import { type ChildFields, createChild } from './children.js'
 import {
   type TemporaryInput,
   type TemporaryResult,
   TokenCreation,
   type TokenFields,
 } from './creation.js'
+import { type EndCause, endDescendants, maxDepth } from './family.js'
 import type { Keyring } from './keyring.js'
 import { type BrowseQuery, browsePage, type ListQuery, listPage } from './listing.js'
 import type { Principal } from './principal.js'
@@ -32,6 +34,8 @@ export interface TokenServiceDeps {
   directory: AccountLookup & { invalidate(username: string): void }
   /** Where the group commits of creates are counted (/metrics). */
   groupCommits?: GroupCommitStats
+  /** How many levels of child tokens an account may make, 1 to 4 (CHILD_TOKEN_DEPTH). */
+  childDepth?: number
 }
 
 /**
@@ -44,6 +48,7 @@ export class TokenService {
   private readonly creation: TokenCreation
   readonly now: () => number
   readonly directory: TokenServiceDeps['directory']
+  private readonly childDepth: number
 
   constructor(deps: TokenServiceDeps) {
     const { db, keyring } = deps
@@ -53,12 +58,21 @@ export class TokenService {
     this.records = new TokenRecords(db, keyring, deps.catalog, cache, changes, this.now)
     this.creation = new TokenCreation(this.records, deps.groupCommits)
     this.directory = deps.directory
+    this.childDepth = Math.min(deps.childDepth ?? maxDepth, maxDepth)
     this.validator = new TokenValidator(db, keyring, cache, this.now, this.directory)
   }
 
   /** Tells every instance that these tokens changed, within a caller's transaction. */
   async notifyChanged(trx: Db, ids: string[]): Promise<void> {
     for (const id of ids) await this.records.changes.notify(trx, id)
+  }
+
+  /**
+   * Ends the family of a token deleted in a caller's transaction (docs/machines.md): its
+   * descendants' ids, to `forget` after the commit.
+   */
+  endDescendants(trx: Db, root: TokenRecord, cause: EndCause, actor: Actor): Promise<string[]> {
+    return endDescendants(trx, this.records.changes, root, cause, actor, this.now())
   }
 
   /** Drops tokens from this instance's cache after a caller's transaction committed. */
@@ -128,12 +142,18 @@ export class TokenService {
     return this.creation.temporary(account, principal, input, actor)
   }
 
+  /** A child token under `parentId`, never wider than it (createChild). */
+  createChild(...change: TokenChange<ChildFields>): Promise<TokenView> {
+    const [account, principal, parentId, input, actor] = change
+    return createChild(this.records, account, principal, parentId, input, actor, this.childDepth)
+  }
+
   update(...change: TokenChange<TokenFields>): Promise<TokenView> {
     return updateToken(this.records, ...change)
   }
 
   /** Rolls a pk/sk: a new token replaces it, the old string works until `expires` (rollToken). */
-  roll(...change: TokenChange<{ expires?: unknown }>): Promise<TokenView> {
+  roll(...change: TokenChange<{ expires?: unknown; children?: unknown }>): Promise<TokenView> {
     return rollToken(this.records, ...change)
   }
 

@@ -1,11 +1,15 @@
-import { type Actor, auditEvent } from '../audit/events.js'
+import { type Actor, auditEvent, systemActor } from '../audit/events.js'
 import { auditRepo } from '../db/audit.js'
 import type { Db } from '../db/database.js'
 import { type AccountRecord, tokensRepo } from '../db/repositories.js'
 import type { TokenRecord, TokenView } from '../db/token-document.js'
+import { familyRepo } from '../db/token-family.js'
 import { fail } from '../errors.js'
 import { isoTime, parseTimestamp } from '../time.js'
+import { widerThan } from './bounds.js'
+import { returnCredits } from './children.js'
 import type { TokenFields } from './creation.js'
+import { ancestorsOf, endDescendants, holdChildren, moveChildren, narrowEnds } from './family.js'
 import { holdChange, holdGrace, policyOf, rolledEnd } from './policy.js'
 import type { Principal } from './principal.js'
 import type { TokenRecords } from './records.js'
@@ -83,8 +87,35 @@ export async function updateToken(
   const details = { fields: changed }
   const at = records.now()
   const event = auditEvent(at, 'token.updated', actor, tokenTarget(id), account.username, details)
-  await records.change(id, event, (db) => tokensRepo.update(db, record))
+  let family: string[] = []
+  await records.change(id, event, async (db) => {
+    await holdFamily(db, record)
+    await tokensRepo.update(db, record)
+    family = await narrowEnds(db, records.changes, record)
+  })
+  records.forget(family)
   return records.view(record)
+}
+
+/**
+ * An update keeps a child within every ancestor (its parent's row locked first, so that the
+ * parent's own change waits) and a parent above its children (holdChildren): 422 otherwise.
+ */
+async function holdFamily(db: Db, record: TokenRecord): Promise<void> {
+  if (record.parent !== undefined) {
+    await familyRepo.lock(db, record.parent)
+    for (const ancestor of await ancestorsOf(db, record)) {
+      const wider = widerThan(record, ancestor)
+      if (wider === undefined) continue
+      const kind = wider.startsWith('the parent token does not hold')
+        ? 'invalidScopes'
+        : 'invalidResources'
+      const whose =
+        ancestor.id === record.parent ? 'the parent token' : `the token ${ancestor.id} above it`
+      fail(kind, wider.replace('the parent token', whose))
+    }
+  }
+  await holdChildren(db, record)
 }
 
 /** When a rolled token's old string ends (epoch ms): `expires`, at most a day ahead, or now. */
@@ -109,10 +140,14 @@ export async function rollToken(
   account: AccountRecord,
   principal: Principal,
   id: string,
-  input: { expires?: unknown },
+  input: { expires?: unknown; children?: unknown },
   actor: Actor,
 ): Promise<TokenView> {
   if (principal.usage === 'tk') fail('temporaryNotRollable')
+  const children = input.children ?? 'move'
+  if (children !== 'move' && children !== 'end') {
+    fail('invalidResources', 'children must be move or end')
+  }
   const now = records.now()
   const endsAt = rollEnd(input.expires, now)
   const policy = policyOf(records.catalog, account)
@@ -143,16 +178,26 @@ export async function rollToken(
     lineage: old.lineage ?? old.id,
   }
   const retires = isoTime(endsAt)
-  const details = { previous: old.id, usage: record.usage, retires }
+  const details: Record<string, unknown> = { previous: old.id, usage: record.usage, retires }
   const target = tokenTarget(record.id)
-  const event = auditEvent(records.now(), 'token.rolled', actor, target, account.username, details)
-  await records.db.transaction().execute(async (trx) => {
+  const family = await records.db.transaction().execute(async (trx) => {
     await endOldToken(trx, account, old.id, endsAt <= now ? undefined : retires)
     await tokensRepo.insert(trx, record)
-    await auditRepo.insert(trx, event)
+    // Its children follow the token that replaced it, or end with its string when asked.
+    const ended = children === 'end'
+    const changed = ended
+      ? await endDescendants(trx, records.changes, old, 'rolled', actor, now)
+      : await moveChildren(trx, records.changes, old.id, record)
+    if (changed.length > 0) details[ended ? 'ended' : 'moved'] = changed
+    const at = records.now()
+    await auditRepo.insert(
+      trx,
+      auditEvent(at, 'token.rolled', actor, target, account.username, details),
+    )
     await records.changes.notify(trx, old.id)
+    return changed
   })
-  records.cache.invalidate(old.id)
+  records.forget([old.id, ...family])
   return records.view(record)
 }
 
@@ -187,23 +232,30 @@ export async function removeToken(
   const at = records.now()
   const event = auditEvent(at, 'token.deleted', actor, tokenTarget(id), account.username, details)
   // Deleted by someone else in between: the outcome the caller asked for holds, and only the
-  // deletion that removed the row is recorded.
-  await records.db.transaction().execute(async (trx) => {
-    if (await tokensRepo.delete(trx, account.username, id)) await auditRepo.insert(trx, event)
+  // deletion that removed the row is recorded. Its family ends with it; a child's credits left
+  // go back to its parent.
+  const family = await records.db.transaction().execute(async (trx) => {
+    const deleted = await tokensRepo.delete(trx, account.username, id)
+    if (deleted) await auditRepo.insert(trx, event)
     await records.changes.notify(trx, id)
+    if (!deleted) return []
+    await returnCredits(trx, record)
+    return endDescendants(trx, records.changes, record, 'deleted', actor, at)
   })
-  records.cache.invalidate(id)
+  records.forget([id, ...family])
 }
 
 /** Removes rolled tokens whose end has come (their strings are refused already). */
 export async function sweepRetired(records: TokenRecords): Promise<number> {
   const rows = await tokensRepo.retired(records.db, isoTime(records.now()), 500)
   for (const row of rows) {
-    await records.db.transaction().execute(async (trx) => {
+    // A roll moved its children to its successor or ended them; any made since go with it.
+    const family = await records.db.transaction().execute(async (trx) => {
       await tokensRepo.delete(trx, row.username, row.id)
       await records.changes.notify(trx, row.id)
+      return endDescendants(trx, records.changes, row, 'retired', systemActor, records.now())
     })
-    records.cache.invalidate(row.id)
+    records.forget([row.id, ...family])
   }
   return rows.length
 }

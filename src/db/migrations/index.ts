@@ -18,6 +18,7 @@ import * as goneTokens from './0016-gone-tokens.js'
 import * as invitationMailsIndex from './0017-invitation-mails-index.js'
 import * as namedRatelimits from './0018-named-ratelimits.js'
 import * as usageLimited from './0019-usage-limited.js'
+import * as childTokens from './0020-child-tokens.js'
 
 /** Registered explicitly (no globbing) so that they survive bundling. Append only. */
 const migrations: Record<string, Migration> = {
@@ -40,6 +41,7 @@ const migrations: Record<string, Migration> = {
   '0017-invitation-mails-index': invitationMailsIndex,
   '0018-named-ratelimits': namedRatelimits,
   '0019-usage-limited': usageLimited,
+  '0020-child-tokens': childTokens,
 }
 
 export const migrationProvider: MigrationProvider = {

@@ -10,6 +10,7 @@ import { tokenActor } from '../actor.js'
 import { tokenApi } from '../documented.js'
 import { replayBody } from '../handover.js'
 import {
+  ChildBody,
   CreateBody,
   CreateResult,
   errorResponses,
@@ -37,6 +38,7 @@ export function tokenRoutes(app: FastifyInstance, ctx: AppContext) {
   updateRoute(app, ctx)
   rollRoute(app, ctx)
   deleteRoute(app, ctx)
+  childRoute(app, ctx)
 }
 
 function listRoute(app: FastifyInstance, ctx: AppContext) {
@@ -61,6 +63,7 @@ function listRoute(app: FastifyInstance, ctx: AppContext) {
         limit: q.limit === undefined ? 100 : Number(q.limit),
         sortby: q.sortby ?? 'created',
         start: q.start,
+        parent: q.parent,
       }
       const { body, next } = await ctx.tokens.list(account, query)
       if (next !== undefined) {
@@ -68,6 +71,7 @@ function listRoute(app: FastifyInstance, ctx: AppContext) {
         if (q.sortby !== undefined) link.set('sortby', q.sortby)
         if (q.usage !== undefined) link.set('usage', q.usage)
         if (q.default !== undefined) link.set('default', q.default)
+        if (q.parent !== undefined) link.set('parent', q.parent)
         const base = ctx.config.http.publicUrl ?? app.publicUrl
         reply.header('Link', `<${base}/tokens/v2/${account.username}?${link}>; rel="next"`)
       }
@@ -166,11 +170,43 @@ function rollRoute(app: FastifyInstance, ctx: AppContext) {
       if (typeof body !== 'object' || Array.isArray(body)) {
         fail('invalidResources', 'the body must be a JSON object')
       }
-      const { expires, ...rest } = body as { expires?: unknown }
+      const { expires, children, ...rest } = body as { expires?: unknown; children?: unknown }
       if (Object.keys(rest).length > 0) {
         fail('invalidResources', `unknown field: ${Object.keys(rest)[0]}`)
       }
-      return ctx.tokens.roll(account, principal, token_id, { expires }, tokenActor(request))
+      const input = { expires, children }
+      return ctx.tokens.roll(account, principal, token_id, input, tokenActor(request))
+    },
+  )
+}
+
+function childRoute(app: FastifyInstance, ctx: AppContext) {
+  app.post(
+    '/tokens/v2/:username/:token_id/children',
+    {
+      config: { scope: 'tokens:write' },
+      schema: {
+        ...tokenApi('createChildToken'),
+        summary: 'Create a child token',
+        description:
+          'Tessera (docs/machines.md). A pk or sk made under the token `token_id`, authorized as ' +
+          'a create. Never wider than its parent or any ancestor: its scopes are theirs, its ' +
+          "allowedUrls, allowedIps, expiresAt and named rate limits the parent's unless narrowed, " +
+          "its credits taken off the parent's balance. Deleting, revoking or expiring the parent " +
+          'ends it; a roll of the parent moves it to the new token. At most 4 levels deep.',
+        params: TokenIdParams,
+        body: ChildBody,
+        response: { 200: CreateResult, ...changeErrors, ...errorResponses(409) },
+      },
+      preValidation: (request, _reply, done) => {
+        done(creationRefusal(caller(request).principal, false))
+      },
+    },
+    async (request) => {
+      const { principal, account } = caller(request)
+      const { token_id } = request.params as Static<typeof TokenIdParams>
+      const body = request.body as Static<typeof ChildBody>
+      return ctx.tokens.createChild(account, principal, token_id, body, tokenActor(request))
     },
   )
 }

@@ -1,0 +1,186 @@
+import { type Actor, type AuditEvent, auditEvent } from '../audit/events.js'
+import { auditRepo } from '../db/audit.js'
+import { creditsRepo } from '../db/credits.js'
+import type { Db } from '../db/database.js'
+import { type AccountRecord, tokensRepo } from '../db/repositories.js'
+import type { TokenRecord, TokenView } from '../db/token-document.js'
+import { familyRepo } from '../db/token-family.js'
+import { fail } from '../errors.js'
+import { isoTime } from '../time.js'
+import { balances, fresh } from '../usage/credits-state.js'
+import { childBounds } from './bounds.js'
+import { currentPrincipal, type TokenFields } from './creation.js'
+import { ancestorsOf } from './family.js'
+import { holdNew, policyOf } from './policy.js'
+import type { Principal } from './principal.js'
+import type { TokenRecords } from './records.js'
+import {
+  creationRefusal,
+  normalizeAllowedIps,
+  normalizeAllowedUrls,
+  normalizeExpiresAt,
+  normalizeRatelimits,
+} from './rules.js'
+
+/** A child's create: a create's fields, and the credits it is given out of its parent's. */
+export interface ChildFields extends TokenFields {
+  credits?: number
+}
+
+/**
+ * Makes a child token under `parentId` (docs/machines.md): authorized as a create (an sk with
+ * tokens:write, not a retiring string), its scopes held by the authorizing token too, and never
+ * wider than its parent or any ancestor (childBounds). In one transaction with the parent's row
+ * locked, so that the parent's deletion, roll or narrowing and this create never act on what
+ * the other is changing: a child made after its parent's cascade read would outlive it.
+ */
+export async function createChild(
+  records: TokenRecords,
+  account: AccountRecord,
+  authorizer: Principal,
+  parentId: string,
+  input: ChildFields,
+  actor: Actor,
+  depthLimit: number,
+): Promise<TokenView> {
+  const refused = creationRefusal(authorizer, false)
+  if (refused !== undefined) throw refused
+  const principal = await currentPrincipal(records, authorizer)
+  const again = creationRefusal(principal, false)
+  if (again !== undefined) throw again
+  const now = records.now()
+  const asked = {
+    scopes: records.checkScopes(account, principal, input.scopes ?? []),
+    allowedUrls:
+      input.allowedUrls === undefined ? undefined : normalizeAllowedUrls(input.allowedUrls),
+    allowedIps: input.allowedIps === undefined ? undefined : normalizeAllowedIps(input.allowedIps),
+    expiresAt: normalizeExpiresAt(input.expiresAt, now),
+    ratelimits: normalizeRatelimits(input.ratelimits),
+  }
+  if (input.expiresAt === null) asked.expiresAt = undefined
+  const record = await records.db.transaction().execute(async (trx) => {
+    const parent = await familyRepo.lock(trx, parentId)
+    if (parent === undefined || parent.username !== account.username) {
+      return fail('notFound', 'no token with this id in this account')
+    }
+    if (parent.retiresAt !== undefined) {
+      fail(
+        'tokenRetiring',
+        'a rolled token has no new children: make them under the token that replaced it',
+      )
+    }
+    if (parent.expiresAt != null && parent.expiresAt <= now) {
+      fail('notFound', 'the parent token has reached its expiresAt')
+    }
+    const ancestors = [parent, ...(await ancestorsOf(trx, parent))]
+    if (ancestors.length > depthLimit) {
+      fail(
+        'invalidResources',
+        `a token may have at most ${depthLimit} levels of children; this one is ${ancestors.length - 1} below the first`,
+      )
+    }
+    const bounds = childBounds(asked, ancestors)
+    const child: TokenRecord = {
+      ...records.newRecord(account, { note: input.note ?? '', ...bounds }),
+      parent: parent.id,
+    }
+    // A child of a pk holds public scopes alone: a pk, as any token with those scopes.
+    holdNew(policyOf(records.catalog, account), child, now)
+    const carved = await carveCredits(records, trx, account, parent, child, input.credits, actor)
+    await tokensRepo.insert(trx, child)
+    const details = {
+      usage: child.usage,
+      scopes: child.scopes,
+      parent: parent.id,
+      chain: ancestors.map((a) => a.id).reverse(),
+      ...(carved === undefined ? {} : { credits: carved }),
+    }
+    const target = { type: 'token' as const, id: child.id }
+    await auditRepo.insert(
+      trx,
+      auditEvent(now, 'token.created', actor, target, account.username, details),
+    )
+    return child
+  })
+  return records.view(record)
+}
+
+/**
+ * A child's credits, taken off its parent's balance when the parent has one (then the child
+ * must be given some: without a balance it would be unmetered, wider than its parent); given
+ * as a cap of its own when the parent is unmetered. Both balances are changed in the create's
+ * transaction, the parent's row locked: the parent's credits plus its children's never exceed
+ * what the parent had. Answers the credits given, if any.
+ */
+async function carveCredits(
+  records: TokenRecords,
+  trx: Db,
+  account: AccountRecord,
+  parent: TokenRecord,
+  child: TokenRecord,
+  credits: number | undefined,
+  actor: Actor,
+): Promise<number | undefined> {
+  if (credits !== undefined && (!Number.isSafeInteger(credits) || credits < 0)) {
+    fail('invalidResources', 'credits must be a whole number from 0')
+  }
+  const now = records.now()
+  const found = await balances(trx, records.catalog, account.username, parent.id, now)
+  const own = found?.token
+  if (own === undefined) {
+    if (credits === undefined) return undefined
+  } else {
+    if (credits === undefined) {
+      fail(
+        'invalidResources',
+        `the parent token has credits (${own.remaining} left): give the child a part of them with credits`,
+      )
+    }
+    if ((await creditsRepo.take(trx, own, credits as number)) === undefined) {
+      fail('invalidResources', `the parent token has ${own.remaining} credits left`)
+    }
+  }
+  const given = credits as number
+  const row = fresh(account.username, child.id, given, null, now, isoTime(now))
+  await creditsRepo.put(trx, row)
+  const events: AuditEvent[] = []
+  const target = (id: string) => ({ type: 'token' as const, id })
+  if (own !== undefined) {
+    const details = {
+      operation: 'carve',
+      amount: given,
+      remaining: own.remaining - given,
+      child: child.id,
+    }
+    events.push(
+      auditEvent(now, 'credits.changed', actor, target(parent.id), account.username, details),
+    )
+  }
+  const details = { operation: 'set', remaining: given, refill: null, parent: parent.id }
+  events.push(
+    auditEvent(now, 'credits.changed', actor, target(child.id), account.username, details),
+  )
+  await auditRepo.insert(trx, events)
+  return given
+}
+
+/**
+ * What is left of a child's credits goes back to its parent's balance when the child alone is
+ * deleted (within the parent's period and balance, as a returned lease: creditsRepo.giveBack).
+ */
+export async function returnCredits(trx: Db, child: TokenRecord): Promise<number> {
+  if (child.parent === undefined) return 0
+  const [row] = await creditsRepo.read(trx, child.username, [child.id], true)
+  if (row === undefined) return 0
+  await creditsRepo.remove(trx, child.username, [child.id])
+  const [parent] = await creditsRepo.read(trx, child.username, [child.parent], true)
+  if (parent === undefined || row.remaining === 0) return 0
+  const given = await creditsRepo.giveBack(
+    trx,
+    child.username,
+    child.parent,
+    row.remaining,
+    parent.period,
+  )
+  return given ? row.remaining : 0
+}
