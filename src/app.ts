@@ -22,6 +22,7 @@ import { closeSilentConnections, fastifyLimits, limits, nodeServerOptions } from
 import { openapi } from './http/openapi.js'
 import { OverloadDetector } from './http/overload.js'
 import { redactSecretRoutes } from './http/redact.js'
+import { exchangeRoutes } from './http/routes/exchange.js'
 import { healthRoutes, probePaths } from './http/routes/health.js'
 import { leakRoutes } from './http/routes/leaks.js'
 import { retrieveRoute } from './http/routes/retrieve.js'
@@ -272,6 +273,7 @@ function registerRoutes(app: FastifyInstance, ctx: AppContext) {
   healthRoutes(app, ctx)
   retrieveRoute(app, ctx)
   tokenRoutes(app, ctx)
+  exchangeRoutes(app, ctx)
   scopeRoutes(app, ctx)
   leakRoutes(app, ctx)
   // The operator's API: its own authentication (operator keys) and hooks, under /admin/v1.

@@ -13,6 +13,7 @@ import { outboxRepo } from './db/outbox.js'
 import { warningsRepo } from './db/warnings.js'
 import { webhookRepo } from './db/webhooks.js'
 import { EventFeed } from './events/feed.js'
+import { type ExchangeService, exchangeOf } from './exchange/create.js'
 import { TokenHygiene, type TokenWarning } from './hygiene/hygiene.js'
 import { backgroundJobs, startJobs } from './jobs.js'
 import { createMailer, type Mailer } from './mail/mailer.js'
@@ -90,6 +91,8 @@ export interface AppContext {
   hygiene: TokenHygiene
   /** Delivers the outbox's events to the registered webhook endpoints. */
   webhooks: WebhookDispatcher
+  /** Workload identity exchange and the accounts' trust policies (docs/machines.md). */
+  exchange: ExchangeService
   /** SMTP_URL's mailer: invitations and token warnings (docs/mail.md); none when it is unset. */
   mailer?: Mailer
   /** Starts the background jobs of a serving process: usage flushes, retention pruning, webhooks. */
@@ -222,6 +225,7 @@ function buildServices(
     events: new EventFeed(db, log),
     webhooks: new WebhookDispatcher({ db, log, config, now: now ?? Date.now }),
     mailer,
+    exchange: exchangeOf(config, { db, keyring, catalog, directory, metrics, now: tokens.now }),
   }
 }
 
@@ -254,6 +258,7 @@ export async function createContext(
     await warningsRepo.prune(db)
     await members.prune()
     await factors.prune()
+    await services.exchange.pruneJtis()
     return removed
   }
   let timers: NodeJS.Timeout[] = []

@@ -158,6 +158,14 @@ export class Metrics {
     dropped: { minutes: 0, keys: 0 },
     lost: { dropped: 0, workerKilled: 0 },
   }
+  /** Workload identity exchanges by outcome: `issued` or the RFC error answered. */
+  readonly exchanges: Record<string, number> = {
+    issued: 0,
+    invalid_request: 0,
+    invalid_grant: 0,
+    invalid_scope: 0,
+    temporarily_unavailable: 0,
+  }
   /** The group commits of this context's Batchers: each batch's size, failed writes. */
   readonly groupCommits = { sizes: new Buckets([1, 2, 5, 10, 20, 50, 100, 200, 500]), failures: 0 }
 
@@ -211,6 +219,12 @@ export class Metrics {
       [{ result: 'miss' }, cache.misses],
     ])
     gauge('tessera_token_cache_entries', 'Token records in the cache', () => cache.size)
+    counter(
+      'tessera_token_exchanges_total',
+      'Workload identity exchanges by outcome (issued, or the OAuth error answered)',
+      ['outcome'],
+      () => Object.entries(this.exchanges).map(([outcome, n]): Row => [{ outcome }, n]),
+    )
     // By limit name, not by key: operators name a bounded set (past 100 names, `other`).
     counter(
       'tessera_rate_limit_decisions_total',

@@ -85,14 +85,20 @@ export async function moveChildren(
   changes: TokenChanges,
   from: string,
   to: TokenRecord,
+  actor: Actor,
+  now: number,
 ): Promise<string[]> {
   const moved: string[] = []
+  const events: AuditEvent[] = []
   for (const child of await familyRepo.children(trx, [from])) {
     await familyRepo.reparent(trx, child, to.id)
     await changes.notify(trx, child.id)
     moved.push(child.id)
+    const details = { fields: ['parent'], reason: 'parent', cause: 'rolled' }
+    events.push(updated(child, details, actor, now))
   }
-  const narrowed = await narrowEnds(trx, changes, to)
+  await auditRepo.insert(trx, events)
+  const narrowed = await narrowEnds(trx, changes, to, actor, now)
   return [...moved, ...narrowed.filter((id) => !moved.includes(id))]
 }
 
@@ -100,8 +106,15 @@ export async function moveChildren(
  * After a token's end moved earlier: every descendant ending later, or never, ends with it
  * (so expiring a parent ends its family). Answers the ids changed.
  */
-export async function narrowEnds(trx: Db, changes: TokenChanges, token: TokenRecord) {
+export async function narrowEnds(
+  trx: Db,
+  changes: TokenChanges,
+  token: TokenRecord,
+  actor: Actor,
+  now: number,
+) {
   const changed: string[] = []
+  const events: AuditEvent[] = []
   if (token.expiresAt == null) return changed
   let level = [token]
   for (let depth = 0; depth <= maxDepth && level.length > 0; depth++) {
@@ -117,11 +130,17 @@ export async function narrowEnds(trx: Db, changes: TokenChanges, token: TokenRec
       await tokensRepo.update(trx, child)
       await changes.notify(trx, child.id)
       changed.push(child.id)
+      events.push(updated(child, { fields: ['expiresAt'], reason: 'parent' }, actor, now))
     }
     level = children
   }
+  await auditRepo.insert(trx, events)
   return changed
 }
+
+/** A descendant changed by its ancestor's change: `token.updated`, as verifiers follow. */
+const updated = (child: TokenRecord, details: Record<string, unknown>, actor: Actor, now: number) =>
+  auditEvent(now, 'token.updated', actor, { type: 'token', id: child.id }, child.username, details)
 
 /**
  * An update of a token with children may narrow its end (its family's ends follow: narrowEnds)

@@ -91,7 +91,7 @@ export async function updateToken(
   await records.change(id, event, async (db) => {
     await holdFamily(db, record)
     await tokensRepo.update(db, record)
-    family = await narrowEnds(db, records.changes, record)
+    family = await narrowEnds(db, records.changes, record, actor, at)
   })
   records.forget(family)
   return records.view(record)
@@ -187,7 +187,7 @@ export async function rollToken(
     const ended = children === 'end'
     const changed = ended
       ? await endDescendants(trx, records.changes, old, 'rolled', actor, now)
-      : await moveChildren(trx, records.changes, old.id, record)
+      : await moveChildren(trx, records.changes, old.id, record, actor, now)
     if (changed.length > 0) details[ended ? 'ended' : 'moved'] = changed
     const at = records.now()
     await auditRepo.insert(

@@ -21,6 +21,7 @@ import { namespaceRatelimitRoutes } from './ratelimits-namespaces.js'
 import { adminTag, securitySchemes } from './schemas.js'
 import { tokenPolicyRoutes } from './token-policy.js'
 import { accountTokenRoutes } from './tokens.js'
+import { trustPolicyRoutes } from './trust-policies.js'
 import { usageRoutes } from './usage.js'
 import { webhookRoutes } from './webhooks.js'
 
@@ -128,6 +129,7 @@ export function adminRoutes(app: FastifyInstance, ctx: AppContext): void {
       usageRoutes(admin, ctx)
       creditsRoutes(admin, ctx)
       tokenPolicyRoutes(admin, ctx)
+      trustPolicyRoutes(admin, ctx)
       accountRatelimitRoutes(admin, ctx)
       namespaceRatelimitRoutes(admin, ctx)
     },

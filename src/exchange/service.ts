@@ -1,0 +1,319 @@
+import { type Actor, type AuditEvent, auditEvent } from '../audit/events.js'
+import { auditRepo } from '../db/audit.js'
+import type { Db } from '../db/database.js'
+import { exchangeRepo } from '../db/exchange.js'
+import type { AccountRecord } from '../db/repositories.js'
+import { fail } from '../errors.js'
+import type { ScopeCatalog } from '../scopes/catalog.js'
+import { isoTime } from '../time.js'
+import { encodeToken } from '../tokens/codec.js'
+import type { Keyring } from '../tokens/keyring.js'
+import { type IssuerKeys, IssuerUnavailable } from './issuer-keys.js'
+import { type DecodedJwt, decodeJwt, signatureHolds, timeRefusal } from './jwt.js'
+import { outsidePolicy, readTrustPolicies, type TrustPolicy } from './policies.js'
+
+/** RFC 8693's names. */
+export const grantType = 'urn:ietf:params:oauth:grant-type:token-exchange'
+export const jwtType = 'urn:ietf:params:oauth:token-type:jwt'
+const idTokenType = 'urn:ietf:params:oauth:token-type:id_token'
+export const accessTokenType = 'urn:ietf:params:oauth:token-type:access_token'
+
+/** How far an identity token's times may be off Tessera's clock (exp, nbf, iat), in seconds. */
+export const leewaySeconds = 60
+
+/** An exchange's answer: RFC 8693 section 2.2.1, or RFC 6749 section 5.2's error. */
+export type ExchangeAnswer =
+  | {
+      status: 200
+      body: {
+        access_token: string
+        issued_token_type: string
+        token_type: 'Bearer'
+        expires_in: number
+        scope: string
+      }
+    }
+  | {
+      status: 400 | 503
+      body: {
+        error: 'invalid_request' | 'invalid_grant' | 'invalid_scope' | 'temporarily_unavailable'
+        error_description: string
+      }
+    }
+
+/** A refusal on its way out of `exchange`: its RFC error, and what the audit log records. */
+class Refusal extends Error {
+  constructor(
+    readonly error:
+      | 'invalid_request'
+      | 'invalid_grant'
+      | 'invalid_scope'
+      | 'temporarily_unavailable',
+    readonly description: string,
+    readonly audited: Record<string, unknown> = {},
+  ) {
+    super(description)
+  }
+}
+
+export interface ExchangeDeps {
+  db: Db
+  keyring: Keyring
+  catalog: ScopeCatalog
+  keys: IssuerKeys
+  now: () => number
+  /** The account, when it exists and is not disabled. */
+  account(username: string): Promise<AccountRecord | undefined>
+  /** Counts an exchange by outcome (/metrics). */
+  count?(outcome: string): void
+}
+
+/**
+ * Workload identity exchange (docs/machines.md): a signed identity token from a CI system or a
+ * cloud, checked against the account's trust policies, for a temporary token (tk) of at most an
+ * hour. No secret is stored anywhere: the identity's issuer vouches for the workload, and the
+ * account's owner says which workloads it trusts with what.
+ */
+export class ExchangeService {
+  constructor(private readonly deps: ExchangeDeps) {}
+
+  /** The scopes an account may hold, which its policies may name. */
+  private known(account: AccountRecord): Set<string> {
+    return new Set(this.deps.catalog.availableTo(account.plan, account.features).map((s) => s.id))
+  }
+
+  /** The account's trust policies; undefined when there is no such account. */
+  async policies(username: string): Promise<TrustPolicy[] | undefined> {
+    const json = await exchangeRepo.policies(this.deps.db, username)
+    if (json === undefined) return undefined
+    return json === null ? [] : (JSON.parse(json) as TrustPolicy[])
+  }
+
+  /** Replaces the account's trust policies (422 with the sentence of what is wrong), audited. */
+  async setPolicies(account: AccountRecord, input: unknown, actor: Actor): Promise<TrustPolicy[]> {
+    const policies = readTrustPolicies(input, this.known(account))
+    if (typeof policies === 'string') return fail('invalidResources', policies)
+    const now = this.deps.now()
+    const details = { issuers: [...new Set(policies.map((p) => p.issuer))], count: policies.length }
+    const target = { type: 'account' as const, id: account.username }
+    const event = auditEvent(
+      now,
+      'trust_policies.changed',
+      actor,
+      target,
+      account.username,
+      details,
+    )
+    await this.deps.db.transaction().execute(async (trx) => {
+      const json = policies.length === 0 ? null : JSON.stringify(policies)
+      await exchangeRepo.setPolicies(trx, account.username, json)
+      await auditRepo.insert(trx, event)
+    })
+    return policies
+  }
+
+  /**
+   * RFC 8693's exchange of `form` (its fields as sent) for a tk of `username`. Every answer but a
+   * malformed request is audited in the account (when it exists), with the issuer and subject.
+   */
+  async exchange(
+    username: string,
+    form: Record<string, string>,
+    actor: Actor,
+  ): Promise<ExchangeAnswer> {
+    const account = await this.deps.account(username)
+    try {
+      if (account === undefined) {
+        throw new Refusal('invalid_grant', 'no trust policy of this account admits the token')
+      }
+      const answer = await this.grant(account, form, actor)
+      this.deps.count?.('issued')
+      return answer
+    } catch (err) {
+      if (!(err instanceof Refusal)) throw err
+      this.deps.count?.(err.error)
+      if (account !== undefined && err.error !== 'invalid_request') {
+        await this.audit(account, 'token.exchange_refused', actor, {
+          ...err.audited,
+          error: err.error,
+          reason: err.description,
+        })
+      }
+      const status = err.error === 'temporarily_unavailable' ? 503 : 400
+      return { status, body: { error: err.error, error_description: err.description } }
+    }
+  }
+
+  private async grant(
+    account: AccountRecord,
+    form: Record<string, string>,
+    actor: Actor,
+  ): Promise<ExchangeAnswer> {
+    const asked = readForm(form)
+    const jwt = decodeJwt(asked.subjectToken)
+    if (typeof jwt === 'string') throw new Refusal('invalid_grant', jwt)
+    const iss = jwt.claims.iss
+    const seen = { issuer: typeof iss === 'string' ? iss : null, subject: subjectOf(jwt) }
+    const policies = ((await this.policies(account.username)) ?? []).filter((p) => p.issuer === iss)
+    if (typeof iss !== 'string' || policies.length === 0) {
+      throw new Refusal(
+        'invalid_grant',
+        "no trust policy of this account names the token's issuer",
+        seen,
+      )
+    }
+    await this.verify(jwt, iss, seen)
+    const [policy, index] = this.admitting(policies, jwt, seen)
+    const scopes = this.scopesOf(account, policy, asked.scope, seen)
+    await this.useOnce(jwt, iss, seen)
+    const now = this.deps.now()
+    const iat = Math.floor(now / 1000)
+    const exp = iat + policy.maxTtl
+    const payload = { u: account.username, exp, iat, scopes, client: 'api' as const }
+    const token = encodeToken('tk', payload, this.deps.keyring.current.secret)
+    await this.audit(account, 'token.exchanged', actor, {
+      ...seen,
+      policy: index,
+      scopes,
+      expires: isoTime(exp * 1000),
+    })
+    return {
+      status: 200,
+      body: {
+        access_token: token,
+        issued_token_type: accessTokenType,
+        token_type: 'Bearer',
+        expires_in: exp - iat,
+        scope: scopes.join(' '),
+      },
+    }
+  }
+
+  /** The signature under the issuer's key for the token's kid, and its times. */
+  private async verify(jwt: DecodedJwt, iss: string, seen: Record<string, unknown>) {
+    let key: Awaited<ReturnType<IssuerKeys['key']>>
+    try {
+      key = await this.deps.keys.key(iss, jwt.kid, jwt.alg)
+    } catch (err) {
+      if (!(err instanceof IssuerUnavailable)) throw err
+      throw new Refusal(
+        'temporarily_unavailable',
+        "the issuer's keys cannot be fetched now: try again later",
+        seen,
+      )
+    }
+    if (key === undefined) {
+      throw new Refusal(
+        'invalid_grant',
+        "no key of the issuer matches the token's kid and alg",
+        seen,
+      )
+    }
+    if (!signatureHolds(jwt, key))
+      throw new Refusal('invalid_grant', "the token's signature does not hold", seen)
+    const late = timeRefusal(jwt.claims, this.deps.now(), leewaySeconds)
+    if (late !== undefined) throw new Refusal('invalid_grant', late, seen)
+  }
+
+  /** The first policy (in the account's order) whose audience, subject and claims the token has. */
+  private admitting(
+    policies: TrustPolicy[],
+    jwt: DecodedJwt,
+    seen: Record<string, unknown>,
+  ): [TrustPolicy, number] {
+    const misses = new Set<string>()
+    for (const policy of policies) {
+      const miss = outsidePolicy(policy, jwt.claims)
+      if (miss === undefined) return [policy, policies.indexOf(policy)]
+      misses.add(miss)
+    }
+    const what =
+      misses.has('audience') && misses.size === 1
+        ? 'audience'
+        : [...misses].filter((m) => m !== 'audience').join(', ')
+    throw new Refusal(
+      'invalid_grant',
+      `no trust policy for this issuer admits the token's ${what}`,
+      seen,
+    )
+  }
+
+  /** The policy's scopes, narrowed to those asked (RFC 6749 `scope`, space-separated). */
+  private scopesOf(
+    account: AccountRecord,
+    policy: TrustPolicy,
+    scope: string | undefined,
+    seen: Record<string, unknown>,
+  ) {
+    // Scopes the plan no longer gives are dropped, as a token's are.
+    const known = this.known(account)
+    const held = policy.scopes.filter((s) => known.has(s))
+    if (scope === undefined) return held
+    const asked = scope.split(' ').filter((s) => s !== '')
+    const outside = asked.find((s) => !held.includes(s))
+    if (outside !== undefined || asked.length === 0) {
+      throw new Refusal(
+        'invalid_scope',
+        `the trust policy does not give ${outside ?? 'an empty scope'}`,
+        seen,
+      )
+    }
+    return [...new Set(asked)]
+  }
+
+  /** A `jti` is exchanged once, on whichever instance: recorded until the token's end. */
+  private async useOnce(jwt: DecodedJwt, iss: string, seen: Record<string, unknown>) {
+    const jti = jwt.claims.jti
+    if (typeof jti !== 'string' || jti === '' || jti.length > 256) {
+      throw new Refusal('invalid_grant', 'the token has no jti: it could be replayed', seen)
+    }
+    const until = isoTime(((jwt.claims.exp as number) + leewaySeconds) * 1000)
+    if (!(await exchangeRepo.useJti(this.deps.db, iss, jti, until))) {
+      throw new Refusal('invalid_grant', 'the token was exchanged already (its jti was seen)', seen)
+    }
+  }
+
+  private async audit(
+    account: AccountRecord,
+    action: AuditEvent['action'],
+    actor: Actor,
+    details: Record<string, unknown>,
+  ) {
+    const target = { type: 'account' as const, id: account.username }
+    await auditRepo.insert(
+      this.deps.db,
+      auditEvent(this.deps.now(), action, actor, target, account.username, details),
+    )
+  }
+
+  /** Forgets used `jti`s whose tokens have ended. */
+  pruneJtis(): Promise<number> {
+    return exchangeRepo.pruneJtis(this.deps.db, isoTime(this.deps.now()))
+  }
+}
+
+const subjectOf = (jwt: DecodedJwt) =>
+  typeof jwt.claims.sub === 'string' ? jwt.claims.sub.slice(0, 256) : null
+
+/** RFC 8693 section 2.1's request, or invalid_request saying what is missing or wrong. */
+function readForm(form: Record<string, string>) {
+  if (form.grant_type !== grantType) {
+    throw new Refusal('invalid_request', `grant_type must be ${grantType}`)
+  }
+  const subjectToken = form.subject_token
+  if (subjectToken === undefined || subjectToken === '') {
+    throw new Refusal('invalid_request', 'subject_token is required')
+  }
+  const type = form.subject_token_type
+  if (type !== jwtType && type !== idTokenType) {
+    throw new Refusal('invalid_request', `subject_token_type must be ${jwtType}`)
+  }
+  const requested = form.requested_token_type
+  if (requested !== undefined && requested !== accessTokenType) {
+    throw new Refusal('invalid_request', `requested_token_type may only be ${accessTokenType}`)
+  }
+  if (form.actor_token !== undefined) {
+    throw new Refusal('invalid_request', 'actor_token is not supported: exchange the subject alone')
+  }
+  return { subjectToken, scope: form.scope }
+}
