@@ -62,6 +62,8 @@ export interface Config {
     childDepth: number
     /** EXCHANGE_CA_FILE: PEM certificate authorities trusted for identity issuers' keys. */
     caFile?: string
+    /** EXCHANGE_ALLOW_PRIVATE: issuers may be at private addresses (see IssuerKeys). */
+    allowPrivate: boolean
   }
 }
 
@@ -147,6 +149,7 @@ export function toConfig(env: Env): Config {
       integer('WORKER_TIMEOUT_SECONDS', env.WORKER_TIMEOUT_SECONDS, 30, 10, 3600) * 1000,
     machines: {
       childDepth: integer('CHILD_TOKEN_DEPTH', env.CHILD_TOKEN_DEPTH, 4, 1, 4),
+      allowPrivate: flag('EXCHANGE_ALLOW_PRIVATE', env.EXCHANGE_ALLOW_PRIVATE),
       ...(env.EXCHANGE_CA_FILE === undefined ? {} : { caFile: env.EXCHANGE_CA_FILE }),
     },
   }

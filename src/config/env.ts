@@ -52,6 +52,7 @@ const names = [
   'WORKER_TIMEOUT_SECONDS',
   'CHILD_TOKEN_DEPTH',
   'EXCHANGE_CA_FILE',
+  'EXCHANGE_ALLOW_PRIVATE',
 ] as const
 
 /** Every environment variable Tessera reads, as given. Nothing below context.ts reads process.env. */

@@ -24,7 +24,11 @@ export function exchangeOf(
   const { directory, metrics, now } = deps
   return new ExchangeService({
     ...deps,
-    keys: new IssuerKeys({ now, caFile: config.machines.caFile }),
+    keys: new IssuerKeys({
+      now,
+      caFile: config.machines.caFile,
+      allowPrivate: config.machines.allowPrivate,
+    }),
     // A disabled account exchanges nothing, as its tokens are refused.
     account: async (username) => {
       const account = await directory.find(username)

@@ -1,8 +1,19 @@
 import { createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { request as httpsRequest, type RequestOptions } from 'node:https'
+import type { LookupFunction } from 'node:net'
 import { rootCertificates } from 'node:tls'
+import { type ResolvedAddress, resolveTarget } from '../webhooks/target.js'
 import { keyFits } from './jwt.js'
+
+/** Connects to the addresses that were checked, whatever the host name resolves to by now. */
+const pinned =
+  (addresses: ResolvedAddress[]): LookupFunction =>
+  (_host, options, callback) => {
+    const [first] = addresses
+    if (options.all) callback(null, addresses)
+    else callback(null, first?.address ?? '', first?.family)
+  }
 
 export interface IssuerKeysOptions {
   now: () => number
@@ -13,6 +24,12 @@ export interface IssuerKeysOptions {
   /** How long fetched keys are trusted before a refetch on next use (default 3_600_000 ms). */
   maxAgeMs?: number
   timeoutMs?: number
+  /**
+   * Whether an issuer may be at a loopback, private or link-local address (EXCHANGE_ALLOW_PRIVATE;
+   * tests, private networks). Off by default: an account's owner names issuers, and Tessera must
+   * not become their way into the network it runs in (server-side request forgery).
+   */
+  allowPrivate?: boolean
 }
 
 /**
@@ -139,7 +156,12 @@ export class IssuerKeys {
     held.triedAt = startedAt
     this.count++
     try {
-      held.keys = await fetchKeys(issuer, this.ca, this.timeoutMs)
+      held.keys = await fetchKeys(
+        issuer,
+        this.ca,
+        this.timeoutMs,
+        this.options.allowPrivate === true,
+      )
       held.fetchedAt = startedAt
       held.failure = undefined
     } catch (err) {
@@ -201,6 +223,7 @@ async function fetchKeys(
   issuer: string,
   ca: string[] | undefined,
   timeoutMs: number,
+  allowPrivate: boolean,
 ): Promise<Published[]> {
   // One deadline for both requests: a slow issuer holds a lookup at most timeoutMs.
   const signal = AbortSignal.timeout(timeoutMs)
@@ -210,6 +233,7 @@ async function fetchKeys(
       ca,
       signal,
       timeoutMs,
+      allowPrivate,
       fail: (r, detail) => fail(`${r} for ${what}${detail === undefined ? '' : ` (${detail})`}`),
     })
   const discovery = await get(
@@ -234,16 +258,31 @@ async function fetchKeys(
 
 interface GetOptions {
   ca: string[] | undefined
+  allowPrivate: boolean
   signal: AbortSignal
   timeoutMs: number
   fail: (reason: string, detail?: string) => IssuerUnavailable
 }
 
-/** A JSON object from a GET: 200 only, redirects not followed, at most 1 MiB. */
-function getJson(url: URL, options: GetOptions): Promise<Record<string, unknown>> {
+/**
+ * A JSON object from a GET: 200 only, redirects not followed, at most 1 MiB; from a public
+ * address unless private ones are allowed, connected to the address that was checked.
+ */
+async function getJson(url: URL, options: GetOptions): Promise<Record<string, unknown>> {
   const { signal, fail } = options
+  let addresses: ResolvedAddress[]
+  try {
+    addresses = await resolveTarget(url, options.allowPrivate)
+  } catch (err) {
+    const why = (err as { details?: string }).details ?? (err as Error).message
+    throw fail('may not be fetched', why.replace(/^url's host/, 'its host'))
+  }
   return new Promise((resolve, reject) => {
-    const request: RequestOptions = { headers: { accept: 'application/json' }, signal }
+    const request: RequestOptions = {
+      headers: { accept: 'application/json' },
+      signal,
+      lookup: pinned(addresses),
+    }
     if (options.ca !== undefined) request.ca = options.ca
     const req = httpsRequest(url, request, (res) => {
       const tooLarge = () => {

@@ -196,10 +196,11 @@ export class ExchangeService {
       key = await this.deps.keys.key(iss, jwt.kid, jwt.alg)
     } catch (err) {
       if (!(err instanceof IssuerUnavailable)) throw err
+      // Why, for the account's audit log: the issuer and the reason, never a key or token.
       throw new Refusal(
         'temporarily_unavailable',
         "the issuer's keys cannot be fetched now: try again later",
-        seen,
+        { ...seen, cause: err.message },
       )
     }
     if (key === undefined) {

@@ -53,7 +53,11 @@ const form = (token: string, extra: Record<string, string> = {}) =>
 describe('workload identity exchange (POST /tokens/v2/{username}/exchange)', () => {
   let h: Harness
   beforeEach(async () => {
-    h = await harness({ ...adminEnv, EXCHANGE_CA_FILE: issuer.caFile })
+    h = await harness({
+      ...adminEnv,
+      EXCHANGE_CA_FILE: issuer.caFile,
+      EXCHANGE_ALLOW_PRIVATE: 'true',
+    })
     const set = await admin(h.app, 'PUT', '/accounts/alice/trust-policies', [policy()])
     expect(set.status).toBe(200)
   })
@@ -225,6 +229,30 @@ describe('workload identity exchange (POST /tokens/v2/{username}/exchange)', () 
     const missing = await exchange(form(issuer.sign(github())), 'nobody')
     expect(missing.body.error).toBe('invalid_grant')
     expect(await refusals()).toEqual([])
+  })
+
+  it('fetches no keys from a private address unless EXCHANGE_ALLOW_PRIVATE says so', async () => {
+    const strict = await harness({ ...adminEnv, EXCHANGE_CA_FILE: issuer.caFile })
+    try {
+      await admin(strict.app, 'PUT', '/accounts/alice/trust-policies', [policy()])
+      const fetched = issuer.discoveryFetches
+      const res = await exchange(form(issuer.sign(github())), 'alice', strict.app)
+      expect(res.status).toBe(503)
+      expect(res.body).toEqual({
+        error: 'temporarily_unavailable',
+        error_description: "the issuer's keys cannot be fetched now: try again later",
+      })
+      expect(issuer.discoveryFetches).toBe(fetched)
+      const [event] = (
+        await admin(strict.app, 'GET', '/accounts/alice/audit?action=token.exchange_refused')
+      ).body
+      expect(event.details.reason).toBe("the issuer's keys cannot be fetched now: try again later")
+      expect(event.details.cause).toBe(
+        `the issuer ${issuer.url} may not be fetched for its discovery document (its host 127.0.0.1 is a loopback address)`,
+      )
+    } finally {
+      await strict.close()
+    }
   })
 
   it('answers invalid_request for a malformed request, unaudited', async () => {
