@@ -168,6 +168,16 @@ export const creditsRepo = {
     return Number(done.numUpdatedRows) > 0
   },
 
+  /** A token's balance goes to another token (a child's roll: tokens/updates.ts). */
+  async move(db: Executor, account: string, from: string, to: string): Promise<void> {
+    await db
+      .updateTable('credits')
+      .set({ token_id: to })
+      .where('account', '=', account)
+      .where('token_id', '=', from)
+      .execute()
+  },
+
   async remove(db: Executor, account: string, ids: string[]): Promise<number> {
     const done = await db
       .deleteFrom('credits')

@@ -48,6 +48,9 @@ export async function createChild(
   const principal = await currentPrincipal(records, authorizer)
   const again = creationRefusal(principal, false)
   if (again !== undefined) throw again
+  if (principal.child && principal.tokenId !== undefined) {
+    await records.refuseOutsideFamily(parentId, principal.tokenId)
+  }
   const now = records.now()
   const asked = {
     scopes: records.checkScopes(account, principal, input.scopes ?? []),

@@ -15,6 +15,12 @@ export interface Principal {
    * that (creationRefusal, TokenRecords.refuseRetiring).
    */
   retiresAt?: number
+  /**
+   * pk/sk: a child token (docs/machines.md). What it makes is its own child, it changes only
+   * itself and its descendants, lists only its children, and makes no temporary token (one
+   * would outlive it).
+   */
+  child?: true
   /** A token restricted to IP ranges: whether a client address is in them. */
   allowedIps?: (ip: string) => boolean
   /** pk/sk: the token's own named rate limits, on top of its account's (docs/ratelimits.md). */

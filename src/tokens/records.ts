@@ -10,6 +10,7 @@ import type { ScopeCatalog } from '../scopes/catalog.js'
 import { isoTime } from '../time.js'
 import type { TokenCache } from './cache.js'
 import { encodeToken } from './codec.js'
+import { ancestorsOf } from './family.js'
 import { newTokenId, tokenIdPattern } from './ids.js'
 import type { Keyring } from './keyring.js'
 import type { Principal } from './principal.js'
@@ -58,6 +59,19 @@ export class TokenRecords {
   /** Drops tokens from this instance's cache after a transaction that changed them committed. */
   forget(ids: readonly string[]): void {
     for (const id of ids) this.cache.invalidate(id)
+  }
+
+  /**
+   * A child token may change, list and make children of itself and its descendants alone:
+   * 404 for any other token of its account, as for a token of another account.
+   */
+  async refuseOutsideFamily(target: string, child: string): Promise<void> {
+    if (target === child) return
+    const record = await tokensRepo.find(this.db, target)
+    const ancestors = record === undefined ? [] : await ancestorsOf(this.db, record)
+    if (!ancestors.some((a) => a.id === child)) {
+      fail('notFound', 'a child token may change only itself and the tokens made under it')
+    }
   }
 
   /** pk/sk strings are not stored: they are derived from (usage, username, id, signing key). */
@@ -132,6 +146,7 @@ export class TokenRecords {
   async refuseRetiring(target: TokenRecord, by: string | undefined): Promise<void> {
     if (by === undefined || by === target.id) return
     const caller = await tokensRepo.find(this.db, by)
+    if (caller?.parent !== undefined) await this.refuseOutsideFamily(target.id, caller.id)
     if (caller?.retiresAt === undefined) return
     const since = retiringSince(caller.retiresAt)
     if ((caller.lineage ?? caller.id) === (target.lineage ?? target.id)) {

@@ -178,8 +178,14 @@ export const retiringSince = (retiresAt: number) =>
  */
 export function creationRefusal(principal: Principal, temporary: boolean): ApiError | undefined {
   if (temporary) {
-    return principal.usage === 'pk'
-      ? new ApiError('notFound', 'a public token may not create temporary tokens')
+    if (principal.usage === 'pk') {
+      return new ApiError('notFound', 'a public token may not create temporary tokens')
+    }
+    return principal.child
+      ? new ApiError(
+          'notFound',
+          'a child token may not create temporary tokens: they would outlive it; make a child token',
+        )
       : undefined
   }
   if (principal.usage !== 'sk') {

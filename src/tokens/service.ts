@@ -121,6 +121,9 @@ export class TokenService {
     input: TokenFields,
     actor: Actor,
   ): Promise<TokenView> {
+    if (principal.child && principal.tokenId !== undefined) {
+      return this.createChild(account, principal, principal.tokenId, input, actor)
+    }
     return this.view((await this.creation.insert(account, principal, input, actor)).record)
   }
 
@@ -129,7 +132,14 @@ export class TokenService {
    * answer and SQLite's row) with the token string added, rather than the object serialized
    * again by the route's schema.
    */
-  createJson(account: AccountRecord, principal: Principal, input: TokenFields, actor: Actor) {
+  async createJson(
+    account: AccountRecord,
+    principal: Principal,
+    input: TokenFields,
+    actor: Actor,
+  ): Promise<string> {
+    // A child token's create makes a child of its own: never wider than it (docs/machines.md).
+    if (principal.child) return JSON.stringify(await this.create(account, principal, input, actor))
     return this.creation.insertJson(account, principal, input, actor)
   }
 
@@ -172,8 +182,21 @@ export class TokenService {
     return removeToken(this.records, account, id, actor)
   }
 
-  /** A page of the listing as the JSON array of the response (see listPage). */
-  list(account: AccountRecord, q: ListQuery): Promise<{ body: string; next?: string }> {
+  /**
+   * A page of the listing as the JSON array of the response (see listPage). A child token lists
+   * its own family alone: its children, or a descendant's (its account's other tokens, their pk
+   * strings among them, would be wider than it).
+   */
+  async list(
+    account: AccountRecord,
+    q: ListQuery,
+    principal?: Principal,
+  ): Promise<{ body: string; next?: string }> {
+    if (principal?.child && principal.tokenId !== undefined) {
+      const parent = q.parent ?? principal.tokenId
+      await this.records.refuseOutsideFamily(parent, principal.tokenId)
+      return listPage(this.records, account, { ...q, parent })
+    }
     return listPage(this.records, account, q)
   }
 

@@ -1,5 +1,6 @@
 import { type Actor, auditEvent, systemActor } from '../audit/events.js'
 import { auditRepo } from '../db/audit.js'
+import { creditsRepo } from '../db/credits.js'
 import type { Db } from '../db/database.js'
 import { type AccountRecord, tokensRepo } from '../db/repositories.js'
 import type { TokenRecord, TokenView } from '../db/token-document.js'
@@ -158,6 +159,11 @@ export async function rollToken(
   }
   await records.refuseRetiring(old, principal.tokenId)
   if (old.retiresAt !== undefined) return fail('tokenRetiring', retiringDetails(old.retiresAt))
+  // A child's credits are its parent's, carved: they go to its successor at once, and its old
+  // string, unmetered then, must end at once too (docs/machines.md).
+  if (old.parent !== undefined && endsAt > now) {
+    fail('invalidResources', 'a child token is rolled without a grace: omit expires')
+  }
   // The caller must hold every scope of the token, as to give them.
   records.checkScopes(account, principal, old.scopes)
   const record: TokenRecord = {
@@ -176,6 +182,7 @@ export async function rollToken(
     usage: old.usage,
     scopeless: old.scopeless,
     lineage: old.lineage ?? old.id,
+    ...(old.parent === undefined ? {} : { parent: old.parent }),
   }
   const retires = isoTime(endsAt)
   const details: Record<string, unknown> = { previous: old.id, usage: record.usage, retires }
@@ -183,6 +190,7 @@ export async function rollToken(
   const family = await records.db.transaction().execute(async (trx) => {
     await endOldToken(trx, account, old.id, endsAt <= now ? undefined : retires)
     await tokensRepo.insert(trx, record)
+    if (old.parent !== undefined) await creditsRepo.move(trx, account.username, old.id, record.id)
     // Its children follow the token that replaced it, or end with its string when asked.
     const ended = children === 'end'
     const changed = ended
@@ -225,9 +233,10 @@ export async function removeToken(
   actor: Actor,
 ): Promise<void> {
   const record = await records.find(account, id)
-  if (record.isDefault) fail('defaultTokenUndeletable')
-  // The token that authorised an API request is its actor (principalActor).
+  // The token that authorised an API request is its actor (principalActor). Asked first: a
+  // token outside a child's family is not the child's to learn anything of.
   await records.refuseRetiring(record, actor.type === 'token' ? actor.id : undefined)
+  if (record.isDefault) fail('defaultTokenUndeletable')
   const details = { usage: record.usage }
   const at = records.now()
   const event = auditEvent(at, 'token.deleted', actor, tokenTarget(id), account.username, details)

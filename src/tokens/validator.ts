@@ -273,6 +273,7 @@ export class TokenValidator {
       }
       if (allowedIps != null) principal.allowedIps = ipMatcher(allowedIps)
       if (record.ratelimits != null) principal.limits = record.ratelimits
+      if (record.parent !== undefined) principal.child = true
       // A temporary token it makes ends no later than it does (expiresAfterAuthorizer): its end
       // of life, or, rolled, the end of its grace (a tk is never looked up, so nothing else
       // would end one made in the grace).

@@ -55,7 +55,7 @@ function listRoute(app: FastifyInstance, ctx: AppContext) {
       },
     },
     async (request, reply) => {
-      const { account } = caller(request)
+      const { account, principal } = caller(request)
       const q = request.query as Static<typeof ListQuery>
       const query = {
         usage: q.usage,
@@ -65,7 +65,7 @@ function listRoute(app: FastifyInstance, ctx: AppContext) {
         start: q.start,
         parent: q.parent,
       }
-      const { body, next } = await ctx.tokens.list(account, query)
+      const { body, next } = await ctx.tokens.list(account, query, principal)
       if (next !== undefined) {
         const link = new URLSearchParams({ limit: String(query.limit), start: next })
         if (q.sortby !== undefined) link.set('sortby', q.sortby)
