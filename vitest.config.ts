@@ -14,7 +14,11 @@ const perDialect = [
 // Files that measure time (a revocation reaching every worker within 10 ms): a group of their
 // own (sequence.groupOrder), run one at a time once the parallel files are done and before the
 // browser files, so that no server or browser of another file takes their cores.
-const timed = ['test/e2e/workers.test.ts', 'test/e2e/workers-watchdog.test.ts']
+const timed = [
+  'test/e2e/workers.test.ts',
+  'test/e2e/workers-watchdog.test.ts',
+  'test/e2e/workers-children.test.ts',
+]
 
 export default defineConfig({
   test: {
