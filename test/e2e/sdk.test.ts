@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import https from 'node:https'
 import { createRequire } from 'node:module'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { api } from './client.js'
 import { type ServerProcess, startServer, tessera } from './server.js'
 
 const require = createRequire(import.meta.url)
@@ -185,6 +186,55 @@ describe('the @mapbox/mapbox-sdk tokens client', () => {
     const temporary = await tokens.createTemporaryToken({ expires, scopes: ['styles:read'] }).send()
     expect(Object.keys(temporary.body)).toEqual(['token', 'issued_at', 'expires', 'expires_in'])
     expect((await client(temporary.body.token).getToken().send()).body.code).toBe('TokenValid')
+  })
+
+  it('reads child tokens (Tessera) and lists an account with children; an agent uses its child with the SDK', async () => {
+    const tokens = client(holder.token)
+    // Made through the children route (the SDK has no method for it), read through the SDK.
+    const parent = await api(server, 'POST', '/tokens/v2/sdkuser', holder.token, {
+      note: 'agents',
+      scopes: ['tokens:read', 'tokens:write', 'styles:read'],
+    })
+    const agent = await api(
+      server,
+      'POST',
+      `/tokens/v2/sdkuser/${parent.body.id}/children`,
+      holder.token,
+      {
+        note: 'agent',
+        scopes: ['tokens:read', 'tokens:write', 'styles:read'],
+      },
+    )
+    expect(agent.status).toBe(200)
+    const listed = (await tokens.listTokens().send()).body
+    expect(listed.find((t: { id: string }) => t.id === agent.body.id)).toEqual({
+      id: agent.body.id,
+      usage: 'sk',
+      client: 'api',
+      default: false,
+      scopes: ['tokens:read', 'tokens:write', 'styles:read'],
+      note: 'agent',
+      created: agent.body.created,
+      modified: agent.body.modified,
+      parent: parent.body.id,
+    })
+    // The agent's own SDK: what it makes is its child; it sees its own family alone.
+    const own = client(agent.body.token)
+    const made = await own.createToken({ note: 'sub-agent', scopes: ['styles:read'] }).send()
+    expect(made.statusCode).toBe(200)
+    expect(made.body).toMatchObject({ usage: 'pk', note: 'sub-agent', parent: agent.body.id })
+    const family = (await own.listTokens().send()).body
+    expect(family.map((t: { id: string }) => t.id)).toEqual([made.body.id])
+    const renamed = await own.updateToken({ tokenId: made.body.id, note: 'renamed' }).send()
+    expect(renamed.body).toMatchObject({ note: 'renamed', parent: agent.body.id })
+    expect((await client(made.body.token).getToken().send()).body).toEqual({
+      code: 'TokenValid',
+      token: { usage: 'pk', user: 'sdkuser', authorization: made.body.id },
+    })
+    // The owner deletes the parent: the agent's token and what it made end with it.
+    expect((await tokens.deleteToken({ tokenId: parent.body.id }).send()).statusCode).toBe(204)
+    expect((await client(agent.body.token).getToken().send()).body.code).toBe('TokenRevoked')
+    expect((await client(made.body.token).getToken().send()).body.code).toBe('TokenRevoked')
   })
 
   it('never writes a token string into the request log', async () => {
