@@ -34,7 +34,7 @@ import { TokenCache } from './tokens/cache.js'
 import { Keyring } from './tokens/keyring.js'
 import { LeakService, readLeakKeys } from './tokens/leaks.js'
 import { TokenService } from './tokens/service.js'
-import { CreditService } from './usage/credits.js'
+import { CreditService, creditCarver } from './usage/credits.js'
 import type { Meter } from './usage/meter.js'
 import { meterOf } from './usage/writes.js'
 import { Checkpoint } from './verification/checkpoint.js'
@@ -198,6 +198,7 @@ function buildServices(
     directory,
     groupCommits: metrics.groupCommits,
     childDepth: config.machines.childDepth,
+    carveCredits: creditCarver(catalog, now ?? Date.now),
   })
   const accounts = new AccountService(db, catalog, tokens)
   const mailer = createMailer(config, log)

@@ -8,53 +8,12 @@ import type { ScopeCatalog } from '../scopes/catalog.js'
 import { isoTime } from '../time.js'
 import { encodeToken } from '../tokens/codec.js'
 import type { Keyring } from '../tokens/keyring.js'
+import { accessTokenType, type ExchangeAnswer, leewaySeconds, Refusal, readForm } from './form.js'
 import { type IssuerKeys, IssuerUnavailable } from './issuer-keys.js'
 import { type DecodedJwt, decodeJwt, signatureHolds, timeRefusal } from './jwt.js'
 import { outsidePolicy, readTrustPolicies, type TrustPolicy } from './policies.js'
 
-/** RFC 8693's names. */
-export const grantType = 'urn:ietf:params:oauth:grant-type:token-exchange'
-export const jwtType = 'urn:ietf:params:oauth:token-type:jwt'
-const idTokenType = 'urn:ietf:params:oauth:token-type:id_token'
-export const accessTokenType = 'urn:ietf:params:oauth:token-type:access_token'
-
-/** How far an identity token's times may be off Tessera's clock (exp, nbf, iat), in seconds. */
-export const leewaySeconds = 60
-
-/** An exchange's answer: RFC 8693 section 2.2.1, or RFC 6749 section 5.2's error. */
-export type ExchangeAnswer =
-  | {
-      status: 200
-      body: {
-        access_token: string
-        issued_token_type: string
-        token_type: 'Bearer'
-        expires_in: number
-        scope: string
-      }
-    }
-  | {
-      status: 400 | 503
-      body: {
-        error: 'invalid_request' | 'invalid_grant' | 'invalid_scope' | 'temporarily_unavailable'
-        error_description: string
-      }
-    }
-
-/** A refusal on its way out of `exchange`: its RFC error, and what the audit log records. */
-class Refusal extends Error {
-  constructor(
-    readonly error:
-      | 'invalid_request'
-      | 'invalid_grant'
-      | 'invalid_scope'
-      | 'temporarily_unavailable',
-    readonly description: string,
-    readonly audited: Record<string, unknown> = {},
-  ) {
-    super(description)
-  }
-}
+export { accessTokenType, grantType, jwtType } from './form.js'
 
 export interface ExchangeDeps {
   db: Db
@@ -295,26 +254,3 @@ export class ExchangeService {
 
 const subjectOf = (jwt: DecodedJwt) =>
   typeof jwt.claims.sub === 'string' ? jwt.claims.sub.slice(0, 256) : null
-
-/** RFC 8693 section 2.1's request, or invalid_request saying what is missing or wrong. */
-function readForm(form: Record<string, string>) {
-  if (form.grant_type !== grantType) {
-    throw new Refusal('invalid_request', `grant_type must be ${grantType}`)
-  }
-  const subjectToken = form.subject_token
-  if (subjectToken === undefined || subjectToken === '') {
-    throw new Refusal('invalid_request', 'subject_token is required')
-  }
-  const type = form.subject_token_type
-  if (type !== jwtType && type !== idTokenType) {
-    throw new Refusal('invalid_request', `subject_token_type must be ${jwtType}`)
-  }
-  const requested = form.requested_token_type
-  if (requested !== undefined && requested !== accessTokenType) {
-    throw new Refusal('invalid_request', `requested_token_type may only be ${accessTokenType}`)
-  }
-  if (form.actor_token !== undefined) {
-    throw new Refusal('invalid_request', 'actor_token is not supported: exchange the subject alone')
-  }
-  return { subjectToken, scope: form.scope }
-}

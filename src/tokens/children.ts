@@ -7,7 +7,6 @@ import type { TokenRecord, TokenView } from '../db/token-document.js'
 import { familyRepo } from '../db/token-family.js'
 import { fail } from '../errors.js'
 import { isoTime } from '../time.js'
-import { balances, fresh } from '../usage/credits-state.js'
 import { childBounds } from './bounds.js'
 import { currentPrincipal, type TokenFields } from './creation.js'
 import { ancestorsOf } from './family.js'
@@ -42,6 +41,7 @@ export async function createChild(
   input: ChildFields,
   actor: Actor,
   depthLimit: number,
+  carve: CarveCredits,
 ): Promise<TokenView> {
   const refused = creationRefusal(authorizer, false)
   if (refused !== undefined) throw refused
@@ -89,7 +89,7 @@ export async function createChild(
     }
     // A child of a pk holds public scopes alone: a pk, as any token with those scopes.
     holdNew(policyOf(records.catalog, account), child, now)
-    const carved = await carveCredits(records, trx, account, parent, child, input.credits, actor)
+    const carved = await carve(trx, account, parent, child, input.credits, actor)
     await tokensRepo.insert(trx, child)
     const details = {
       usage: child.usage,
@@ -109,62 +109,23 @@ export async function createChild(
 }
 
 /**
- * A child's credits, taken off its parent's balance when the parent has one (then the child
- * must be given some: without a balance it would be unmetered, wider than its parent); given
- * as a cap of its own when the parent is unmetered. Both balances are changed in the create's
- * transaction, the parent's row locked: the parent's credits plus its children's never exceed
- * what the parent had. Answers the credits given, if any.
+ * Gives a new child its credits in the create's transaction (usage/credits-carve.ts): taken off
+ * the parent's balance when it has one, then required; a cap of its own otherwise. Answers the
+ * credits given, if any.
  */
-async function carveCredits(
-  records: TokenRecords,
+export type CarveCredits = (
   trx: Db,
   account: AccountRecord,
   parent: TokenRecord,
   child: TokenRecord,
   credits: number | undefined,
   actor: Actor,
-): Promise<number | undefined> {
-  if (credits !== undefined && (!Number.isSafeInteger(credits) || credits < 0)) {
-    fail('invalidResources', 'credits must be a whole number from 0')
-  }
-  const now = records.now()
-  const found = await balances(trx, records.catalog, account.username, parent.id, now)
-  const own = found?.token
-  if (own === undefined) {
-    if (credits === undefined) return undefined
-  } else {
-    if (credits === undefined) {
-      fail(
-        'invalidResources',
-        `the parent token has credits (${own.remaining} left): give the child a part of them with credits`,
-      )
-    }
-    if ((await creditsRepo.take(trx, own, credits as number)) === undefined) {
-      fail('invalidResources', `the parent token has ${own.remaining} credits left`)
-    }
-  }
-  const given = credits as number
-  const row = fresh(account.username, child.id, given, null, now, isoTime(now))
-  await creditsRepo.put(trx, row)
-  const events: AuditEvent[] = []
-  const target = (id: string) => ({ type: 'token' as const, id })
-  if (own !== undefined) {
-    const details = {
-      operation: 'carve',
-      amount: given,
-      remaining: own.remaining - given,
-      child: child.id,
-    }
-    events.push(
-      auditEvent(now, 'credits.changed', actor, target(parent.id), account.username, details),
-    )
-  }
-  const details = { operation: 'set', remaining: given, refill: null, parent: parent.id }
-  events.push(
-    auditEvent(now, 'credits.changed', actor, target(child.id), account.username, details),
-  )
-  await auditRepo.insert(trx, events)
-  return given
+) => Promise<number | undefined>
+
+/** Without a meter (the token service alone, in tests): no credits given. */
+export const noCredits: CarveCredits = async (_trx, _account, _parent, _child, credits) => {
+  if (credits !== undefined) fail('invalidResources', 'credits are not kept here')
+  return undefined
 }
 
 /**

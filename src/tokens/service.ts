@@ -4,9 +4,10 @@ import { localChanges, type TokenChanges } from '../db/changes.js'
 import type { Db } from '../db/database.js'
 import { type AccountRecord, tokensRepo } from '../db/repositories.js'
 import type { TokenRecord, TokenView } from '../db/token-document.js'
+import { familyRepo } from '../db/token-family.js'
 import type { ScopeCatalog } from '../scopes/catalog.js'
 import { TokenCache } from './cache.js'
-import { type ChildFields, createChild } from './children.js'
+import { type CarveCredits, type ChildFields, createChild, noCredits } from './children.js'
 import {
   type TemporaryInput,
   type TemporaryResult,
@@ -36,6 +37,8 @@ export interface TokenServiceDeps {
   groupCommits?: GroupCommitStats
   /** How many levels of child tokens an account may make, 1 to 4 (CHILD_TOKEN_DEPTH). */
   childDepth?: number
+  /** Gives child tokens their credits out of their parents' (usage/credits-carve.ts). */
+  carveCredits?: CarveCredits
 }
 
 /**
@@ -49,6 +52,7 @@ export class TokenService {
   readonly now: () => number
   readonly directory: TokenServiceDeps['directory']
   private readonly childDepth: number
+  private readonly carveCredits: CarveCredits
 
   constructor(deps: TokenServiceDeps) {
     const { db, keyring } = deps
@@ -59,6 +63,7 @@ export class TokenService {
     this.creation = new TokenCreation(this.records, deps.groupCommits)
     this.directory = deps.directory
     this.childDepth = Math.min(deps.childDepth ?? maxDepth, maxDepth)
+    this.carveCredits = deps.carveCredits ?? noCredits
     this.validator = new TokenValidator(db, keyring, cache, this.now, this.directory)
   }
 
@@ -155,7 +160,17 @@ export class TokenService {
   /** A child token under `parentId`, never wider than it (createChild). */
   createChild(...change: TokenChange<ChildFields>): Promise<TokenView> {
     const [account, principal, parentId, input, actor] = change
-    return createChild(this.records, account, principal, parentId, input, actor, this.childDepth)
+    const { records, childDepth, carveCredits } = this
+    return createChild(
+      records,
+      account,
+      principal,
+      parentId,
+      input,
+      actor,
+      childDepth,
+      carveCredits,
+    )
   }
 
   update(...change: TokenChange<TokenFields>): Promise<TokenView> {
@@ -198,6 +213,13 @@ export class TokenService {
       return listPage(this.records, account, { ...q, parent })
     }
     return listPage(this.records, account, q)
+  }
+
+  /** A token's children (docs/machines.md), as a list shows them, in created order. */
+  async children(account: AccountRecord, id: string): Promise<TokenView[]> {
+    const record = await this.records.find(account, id)
+    const children = await familyRepo.children(this.records.db, [record.id])
+    return children.map((c) => this.records.listed(c))
   }
 
   /** One token of the account, as a list shows it: an `sk` without its string. */

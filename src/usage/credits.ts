@@ -20,6 +20,7 @@ import {
   view,
 } from './credits-state.js'
 
+export { creditCarver } from './credits-carve.js'
 export type { Lease, Returned } from './credits-leases.js'
 export type { Refill } from './credits-period.js'
 export type { Credits } from './credits-state.js'

@@ -2,12 +2,13 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { AppContext } from '../../context.js'
 import { accessTokenType, grantType, jwtType } from '../../exchange/service.js'
+import { exchangeWait } from '../../verification/exchanges.js'
 import { actorOf } from '../actor.js'
 import { UsernameParams } from '../schemas.js'
 
 /** The form is a JWT (at most 16 KiB) and a few names: anything larger is not an exchange. */
 const bodyLimit = 32 * 1024
-const tags = ['Token API']
+const tags = ['tokens']
 
 const OAuthError = Type.Object({
   error: Type.String(),
@@ -64,11 +65,9 @@ export function exchangeRoutes(app: FastifyInstance, ctx: AppContext) {
         const { username } = request.params as { username: string }
         // RFC 6749 section 5.1: token answers are never cached.
         reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
-        const rule = { limit: ctx.config.rateLimitPerMinute, duration: 60_000 }
-        const now = ctx.tokens.now()
-        const limited = await ctx.rateLimiter.hit(`exchange:${username}`, now, rule)
-        if (!limited.allowed) {
-          const wait = Math.max(1, Math.ceil((limited.reset - now) / 1000))
+        const perMinute = ctx.config.rateLimitPerMinute
+        const wait = await exchangeWait(ctx.rateLimiter, username, ctx.tokens.now(), perMinute)
+        if (wait !== undefined) {
           return reply
             .code(429)
             .header('retry-after', String(wait))
