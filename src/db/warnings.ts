@@ -81,8 +81,8 @@ export const warningsRepo = {
   },
 
   /**
-   * The account's tokens that idle deletion may take (neither its default token nor a rolled
-   * one), unused since `before` (ISO): their last use, or their creation if none was recorded.
+   * The account's tokens that idle deletion may take (neither its default token, a rolled one
+   * nor one with children), unused since `before` (ISO): their last use, or their creation if none was recorded.
    */
   async idle(
     db: Executor,
@@ -98,6 +98,12 @@ export const warningsRepo = {
       .where('tokens.username', '=', username)
       .where('tokens.is_default', '=', 0)
       .where('tokens.retires', 'is', null)
+      // A token with children is in use through them (docs/machines.md): never idle itself.
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(selectFrom('tokens as c').select('c.id').whereRef('c.parent', '=', 'tokens.id')),
+        ),
+      )
       .where(sql<string>`coalesce(token_last_used.at, tokens.created)`, '<=', before)
       .orderBy(sql`coalesce(token_last_used.at, tokens.created)`)
       .limit(limit)

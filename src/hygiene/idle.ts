@@ -139,6 +139,8 @@ async function remove(
   const now = deps.tokens.now()
   const event = auditEvent(now, 'token.deleted', systemActor, target, account.username, details)
   const family = await deps.db.transaction().execute(async (trx) => {
+    // Given a child since it was found idle: in use through it, kept.
+    if (await deps.tokens.hasChildren(trx, token.id)) return undefined
     if (!(await tokensRepo.deleteUnretired(trx, account.username, token.id))) return undefined
     await auditRepo.insert(trx, event)
     await deps.tokens.notifyChanged(trx, [token.id])

@@ -215,6 +215,11 @@ export class TokenService {
     return listPage(this.records, account, q)
   }
 
+  /** Whether a token has children, in a caller's transaction (idle tokens: hygiene/idle.ts). */
+  async hasChildren(trx: Db, id: string): Promise<boolean> {
+    return (await familyRepo.children(trx, [id])).length > 0
+  }
+
   /** A token's children (docs/machines.md), as a list shows them, in created order. */
   async children(account: AccountRecord, id: string): Promise<TokenView[]> {
     const record = await this.records.find(account, id)

@@ -140,6 +140,29 @@ describe('idle tokens', () => {
     expect(await retrieve(h.alice.defaultToken.token as string)).toBe('TokenValid')
   })
 
+  it('never include a token with children: its children are its use (docs/machines.md)', async () => {
+    const parent = await create({ scopes: ['styles:read'] })
+    const child = await h.ctx.tokens.createChild(
+      h.alice,
+      h.ctx.accounts.holder(h.alice),
+      parent.id,
+      { scopes: ['styles:read'] },
+      { type: 'cli' },
+    )
+    at(T0 + 23 * day)
+    await h.ctx.hygiene.sweepIdle()
+    const warned = (await events('token.idle')).map((e) => e.target.id)
+    expect(warned).toContain(child.id)
+    expect(warned).not.toContain(parent.id)
+    at(T0 + 30 * day)
+    await h.ctx.hygiene.sweepIdle()
+    expect(await retrieve(child.token as string)).toBe('TokenRevoked')
+    expect(await retrieve(parent.token)).toBe('TokenValid')
+    // Its last child gone, it is idle like any other: warned now, deleted 7 days later.
+    await h.ctx.hygiene.sweepIdle()
+    expect((await events('token.idle')).map((e) => e.target.id)).toContain(parent.id)
+  })
+
   it('are not deleted when used after the warning, and are warned again later', async () => {
     const pk = await create({ scopes: ['styles:read'] })
     at(T0 + 23 * day)
