@@ -181,7 +181,7 @@ describe.skipIf(!available)('the pages a newcomer meets first, at desktop and ph
     await context.close()
   })
 
-  it("orders a token's page: overview, settings, limits and credits, danger zone", async () => {
+  it("orders a token's page: overview, parent and children, settings, limits and credits, danger zone", async () => {
     const { context, page, account } = await signedIn(dash.browser, dash.server, 'order', password)
     const sk = await maker('order')
     const made = await create('order', sk, { note: 'website', scopes: ['styles:read'] })
@@ -191,6 +191,7 @@ describe.skipIf(!available)('the pages a newcomer meets first, at desktop and ph
       const sections = page.getByRole('heading', { level: 2 })
       await expect(sections.allInnerTexts()).resolves.toEqual([
         'Overview',
+        'Parent and children',
         'Settings',
         'Limits and credits',
         'Danger zone',

@@ -43,10 +43,11 @@ export async function settingsPage(ctx: AppContext, request: FastifyRequest, mor
   const { account, signedIn, session } = holderOf(request)
   const scopeCount = ctx.catalog.availableTo(account.plan, account.features).length
   const { refusal, ...rest } = more
-  const [person, factors, upcoming] = await Promise.all([
+  const [person, factors, upcoming, trust] = await Promise.all([
     personOf(ctx, session),
     factorsOf(ctx, session, account.username, refusal),
     noticesOf(ctx, account),
+    ctx.exchange.policies(account.username),
   ])
   return settingsView({
     signedIn,
@@ -58,6 +59,7 @@ export async function settingsPage(ctx: AppContext, request: FastifyRequest, mor
     now: ctx.tokens.now(),
     policy: ctx.accounts.tokenPolicy(account),
     ratelimits: ctx.accounts.ratelimits(account, ctx.checkpoint.book).effective,
+    trustPolicies: trust?.length ?? 0,
     ...rest,
   })
 }

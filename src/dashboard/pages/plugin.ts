@@ -34,6 +34,7 @@ import { ssoPages } from './sso.js'
 import { temporaryPages } from './temporary.js'
 import { tokenRollPages } from './token-roll.js'
 import { tokenPages } from './tokens.js'
+import { trustPolicyPages } from './trust-policies.js'
 import { usagePages } from './usage.js'
 
 const securityHeaders = {
@@ -115,6 +116,7 @@ export async function dashboard(app: FastifyInstance, { ctx }: { ctx: AppContext
   usagePages(app, deps)
   temporaryPages(app, deps)
   accountPages(app, deps)
+  trustPolicyPages(app, deps)
   hygienePages(app, deps)
   activityPages(app, deps)
   memberPages(app, deps)

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify'
 import type { AccountRecord } from '../../accounts/service.js'
 import type { AppContext } from '../../context.js'
+import { ApiError } from '../../errors.js'
+import type { TokenView } from '../../tokens/service.js'
 import type { DashboardDeps } from '../deps.js'
 import { form, formError, holderOf, redirect, sendPage, textOf } from '../reply.js'
 import type { CreditFormValues } from '../views/credits.js'
@@ -116,11 +118,12 @@ export async function tokenPage(
 ) {
   const { tokens } = ctx
   const token = await tokens.get(account, id)
-  const [lastUsed, buckets, credits, notices] = await Promise.all([
+  const [lastUsed, buckets, credits, notices, family] = await Promise.all([
     ctx.usage.lastUsed([token.id]),
     bucketsOf(ctx, account, period, token.id),
     ctx.credits.get({ account: account.username, tokenId: token.id }),
     noticesOf(ctx, account, token.id),
+    familyOf(ctx, account, token),
   ])
   const values = view.values ?? {
     note: token.note,
@@ -148,7 +151,26 @@ export async function tokenPage(
     retiresAt,
     notices,
     policy: ctx.accounts.tokenPolicy(account).effective,
+    family,
   })
+}
+
+/** How many children a token's page lists. */
+const childrenShown = 100
+
+/** A token's parent (when it is a child) and the first of its children, in created order. */
+async function familyOf(ctx: AppContext, account: AccountRecord, token: TokenView) {
+  const query = { limit: childrenShown, sortby: 'created' as const, parent: token.id }
+  const page = await ctx.tokens.list(account, query)
+  const children = JSON.parse(page.body) as TokenView[]
+  const family = { children, more: page.next !== undefined }
+  if (token.parent === undefined) return family
+  // A parent's deletion ends its children: one gone is only a moment's race, named by its id.
+  const parent = await ctx.tokens.get(account, token.parent).catch((err: unknown) => {
+    if (err instanceof ApiError && err.kind === 'notFound') return { id: token.parent as string }
+    throw err
+  })
+  return { ...family, parent }
 }
 
 /** A token's own page: change and delete it (rolling: token-roll.ts). */

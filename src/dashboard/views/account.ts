@@ -60,6 +60,14 @@ export const ratelimitsSection = (limits: readonly NamedLimit[]) =>
   <p class="hint">Every request with your tokens counts against each limit; one past any of them is refused (429) until its window ends. Your plan and your operator set them.</p>
 </section>`
 
+/** Where machines get tokens without a stored secret: the trust policies page. */
+const machinesSection = (count: number) =>
+  html`<section aria-labelledby="machines-heading" class="card">
+  <h2 id="machines-heading">Machines</h2>
+  <p>CI jobs and cloud workloads can exchange their signed identity for a temporary token, with no secret stored: <a href="/account/trust-policies">Trust policies</a> say which may, with what scopes.</p>
+  <p class="hint">${count === 0 ? 'None yet.' : `${count} polic${count === 1 ? 'y' : 'ies'} in effect.`}</p>
+</section>`
+
 const methodText = {
   password: 'a password',
   passkey: 'a passkey',
@@ -100,6 +108,8 @@ export function settingsView(v: {
   policy: PolicyShown
   policyValues?: PolicyFormValues
   policyError?: FormError
+  /** How many trust policies the account has (workload identity exchange). */
+  trustPolicies: number
   error?: FormError
   notice?: string
 }) {
@@ -120,6 +130,7 @@ export function settingsView(v: {
 </section>
 ${ratelimitsSection(v.ratelimits)}
 ${tokenPolicySection({ signedIn: v.signedIn, policy: v.policy, values: v.policyValues, error: v.policyError })}
+${machinesSection(v.trustPolicies)}
 <section aria-labelledby="you-heading" class="card">
   <h2 id="you-heading">You</h2>
   <dl class="facts">

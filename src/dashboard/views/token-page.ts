@@ -11,6 +11,7 @@ import { html } from './html.js'
 import { layout, type SignedIn } from './layout.js'
 import { type NoticeShown, noticesSection } from './notices.js'
 import type { Bucket, Period } from './periods.js'
+import { type FamilyShown, familySection } from './token-family.js'
 import { fields, type TokenFormValues } from './token-form.js'
 import { tokenString } from './token-string.js'
 import { leakReport } from './tokens.js'
@@ -58,12 +59,15 @@ export function tokenPageView(v: {
   notices?: readonly NoticeShown[]
   /** The account's token policy (what holds), told beside the fields and the roll it concerns. */
   policy?: TokenPolicy
+  /** Its parent, if it is a child token, and its children. */
+  family?: FamilyShown
 }) {
   const t = v.token
   return layout(
     { title: t.note !== '' ? t.note : t.id, signedIn: v.signedIn, section: 'tokens' },
     html`${v.leak === undefined ? '' : leakBanner(v.leak, t.usage)}${v.retiresAt === undefined ? '' : retiringNotice(v.retiresAt)}${notice(v.notice)}${alert(v.error)}${noticesSection({ signedIn: v.signedIn, notices: v.notices ?? [], now: v.now, back: `/account/tokens/${t.id}`, own: true })}
 ${overview(v)}
+${v.family === undefined ? '' : familySection(v.family, { id: t.id, username: v.signedIn.username }, v.now)}
 <section aria-labelledby="settings-heading" class="part">
   <h2 id="settings-heading">Settings</h2>
   ${v.signedIn.role === 'viewer' ? readOnly(t) : editable(v)}
