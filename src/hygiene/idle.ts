@@ -142,12 +142,14 @@ async function remove(
     // Given a child since it was found idle: in use through it, kept.
     if (await deps.tokens.hasChildren(trx, token.id)) return undefined
     if (!(await tokensRepo.deleteUnretired(trx, account.username, token.id))) return undefined
-    await auditRepo.insert(trx, event)
     await deps.tokens.notifyChanged(trx, [token.id])
-    return deps.tokens.endDescendants(trx, token, 'idle', systemActor)
+    const family = await deps.tokens.endDescendants(trx, token, 'idle', systemActor)
+    // The events last (db/audit.ts).
+    await auditRepo.insert(trx, [event, ...family.events])
+    return family
   })
   if (family === undefined) return false
-  deps.tokens.forget([token.id, ...family])
+  deps.tokens.forget([token.id, ...family.ids])
   return true
 }
 

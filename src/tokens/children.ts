@@ -1,4 +1,4 @@
-import { type Actor, auditEvent } from '../audit/events.js'
+import { type Actor, type AuditEvent, auditEvent } from '../audit/events.js'
 import { auditRepo } from '../db/audit.js'
 import { creditsRepo } from '../db/credits.js'
 import type { Db } from '../db/database.js'
@@ -95,13 +95,12 @@ export async function createChild(
       scopes: child.scopes,
       parent: parent.id,
       chain: ancestors.map((a) => a.id).reverse(),
-      ...(carved === undefined ? {} : { credits: carved }),
+      ...(carved.given === undefined ? {} : { credits: carved.given }),
     }
     const target = { type: 'token' as const, id: child.id }
-    await auditRepo.insert(
-      trx,
-      auditEvent(now, 'token.created', actor, target, account.username, details),
-    )
+    const created = auditEvent(now, 'token.created', actor, target, account.username, details)
+    // The events last in the transaction (db/audit.ts).
+    await auditRepo.insert(trx, [created, ...carved.events])
     return child
   })
   return records.view(record)
@@ -110,7 +109,7 @@ export async function createChild(
 /**
  * Gives a new child its credits in the create's transaction (usage/credits-carve.ts): taken off
  * the parent's balance when it has one, then required; a cap of its own otherwise. Answers the
- * credits given, if any.
+ * credits given, if any, and the audit events the caller writes last.
  */
 export type CarveCredits = (
   trx: Db,
@@ -119,12 +118,12 @@ export type CarveCredits = (
   child: TokenRecord,
   credits: number | undefined,
   actor: Actor,
-) => Promise<number | undefined>
+) => Promise<{ given?: number; events: AuditEvent[] }>
 
 /** Without a meter (the token service alone, in tests): no credits given. */
 export const noCredits: CarveCredits = async (_trx, _account, _parent, _child, credits) => {
   if (credits !== undefined) fail('invalidResources', 'credits are not kept here')
-  return undefined
+  return { events: [] }
 }
 
 /**

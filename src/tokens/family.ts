@@ -1,5 +1,4 @@
 import { type Actor, type AuditEvent, auditEvent } from '../audit/events.js'
-import { auditRepo } from '../db/audit.js'
 import type { TokenChanges } from '../db/changes.js'
 import type { Db } from '../db/database.js'
 import { deleteToken } from '../db/gone-tokens.js'
@@ -35,10 +34,18 @@ export async function ancestorsOf(db: Db, token: TokenRecord): Promise<TokenReco
   return found
 }
 
-/** What a cascade did, for the caller to drop from this instance's cache after commit. */
-export interface Ended {
+/**
+ * What a change of a family did: the tokens changed, for the caller to drop from this
+ * instance's cache after the commit, and their audit events, for the caller to write last in
+ * its transaction (db/audit.ts: the outbox's lock is taken by that write and must be the last
+ * one, after every row lock, or two transactions wait on each other).
+ */
+export interface FamilyChange {
   ids: string[]
+  events: AuditEvent[]
 }
+
+export const noChange = (): FamilyChange => ({ ids: [], events: [] })
 
 /**
  * Deletes every descendant of `root` (deleted or retired already in this transaction), level by
@@ -52,13 +59,13 @@ export async function endDescendants(
   cause: EndCause,
   actor: Actor,
   now: number,
-): Promise<string[]> {
+): Promise<FamilyChange> {
   const ended: string[] = []
+  const events: AuditEvent[] = []
   const chains = new Map<string, string[]>([[root.id, [root.id]]])
   let level = [root.id]
   for (let depth = 0; depth <= maxDepth && level.length > 0; depth++) {
     const children = await familyRepo.children(trx, level)
-    const events: AuditEvent[] = []
     for (const child of children) {
       const chain = [...(chains.get(child.parent as string) ?? []), child.id]
       chains.set(child.id, chain)
@@ -69,10 +76,9 @@ export async function endDescendants(
       await changes.notify(trx, child.id)
       ended.push(child.id)
     }
-    await auditRepo.insert(trx, events)
     level = children.map((c) => c.id)
   }
-  return ended
+  return { ids: ended, events }
 }
 
 /**
@@ -87,7 +93,7 @@ export async function moveChildren(
   to: TokenRecord,
   actor: Actor,
   now: number,
-): Promise<string[]> {
+): Promise<FamilyChange> {
   const moved: string[] = []
   const events: AuditEvent[] = []
   for (const child of await familyRepo.children(trx, [from])) {
@@ -97,9 +103,11 @@ export async function moveChildren(
     const details = { fields: ['parent'], reason: 'parent', cause: 'rolled' }
     events.push(updated(child, details, actor, now))
   }
-  await auditRepo.insert(trx, events)
   const narrowed = await narrowEnds(trx, changes, to, actor, now)
-  return [...moved, ...narrowed.filter((id) => !moved.includes(id))]
+  return {
+    ids: [...moved, ...narrowed.ids.filter((id) => !moved.includes(id))],
+    events: [...events, ...narrowed.events],
+  }
 }
 
 /**
@@ -112,10 +120,10 @@ export async function narrowEnds(
   token: TokenRecord,
   actor: Actor,
   now: number,
-) {
+): Promise<FamilyChange> {
   const changed: string[] = []
   const events: AuditEvent[] = []
-  if (token.expiresAt == null) return changed
+  if (token.expiresAt == null) return { ids: changed, events }
   let level = [token]
   for (let depth = 0; depth <= maxDepth && level.length > 0; depth++) {
     const children = await familyRepo.children(
@@ -134,8 +142,7 @@ export async function narrowEnds(
     }
     level = children
   }
-  await auditRepo.insert(trx, events)
-  return changed
+  return { ids: changed, events }
 }
 
 /** A descendant changed by its ancestor's change: `token.updated`, as verifiers follow. */

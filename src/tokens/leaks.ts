@@ -201,16 +201,24 @@ export class LeakService {
       await auditRepo.insert(this.db, event)
       return { tokenHash, live: true, action: 'revoked' }
     }
-    // Revoked: its children end with it, whatever strings they have (docs/machines.md).
+    // Revoked: deleted as well, which verifiers following the event stream act on, and its
+    // children end with it, whatever strings they have (docs/machines.md). The events last.
     const family = await this.db.transaction().execute(async (trx) => {
       let deleted = false
       if (revoke) deleted = await tokensRepo.delete(trx, account.username, record.id)
       else await tokensRepo.flagLeaked(trx, record.id, isoTime(at))
-      await auditRepo.insert(trx, event)
       await this.tokens.notifyChanged(trx, [record.id])
-      return deleted ? this.tokens.endDescendants(trx, record, 'leaked', actor) : []
+      if (!deleted) {
+        await auditRepo.insert(trx, event)
+        return { ids: [], events: [] }
+      }
+      const gone = { usage: record.usage, reason: 'leaked' }
+      const deletion = auditEvent(at, 'token.deleted', actor, target, account.username, gone)
+      const family = await this.tokens.endDescendants(trx, record, 'leaked', actor)
+      await auditRepo.insert(trx, [event, deletion, ...family.events])
+      return family
     })
-    this.tokens.forget([record.id, ...family])
+    this.tokens.forget([record.id, ...family.ids])
     return { tokenHash, live: true, action: revoke ? 'revoked' : 'flagged' }
   }
 }

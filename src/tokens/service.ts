@@ -14,7 +14,7 @@ import {
   TokenCreation,
   type TokenFields,
 } from './creation.js'
-import { type EndCause, endDescendants, maxDepth } from './family.js'
+import { type EndCause, endDescendants, type FamilyChange, maxDepth } from './family.js'
 import type { Keyring } from './keyring.js'
 import { type BrowseQuery, browsePage, type ListQuery, listPage } from './listing.js'
 import type { Principal } from './principal.js'
@@ -74,9 +74,10 @@ export class TokenService {
 
   /**
    * Ends the family of a token deleted in a caller's transaction (docs/machines.md): its
-   * descendants' ids, to `forget` after the commit.
+   * descendants' ids, to `forget` after the commit, and their audit events, for the caller to
+   * write last.
    */
-  endDescendants(trx: Db, root: TokenRecord, cause: EndCause, actor: Actor): Promise<string[]> {
+  endDescendants(trx: Db, root: TokenRecord, cause: EndCause, actor: Actor): Promise<FamilyChange> {
     return endDescendants(trx, this.records.changes, root, cause, actor, this.now())
   }
 

@@ -10,7 +10,14 @@ import { isoTime, parseTimestamp } from '../time.js'
 import { widerThan } from './bounds.js'
 import { returnCredits } from './children.js'
 import type { TokenFields } from './creation.js'
-import { ancestorsOf, endDescendants, holdChildren, moveChildren, narrowEnds } from './family.js'
+import {
+  ancestorsOf,
+  endDescendants,
+  holdChildren,
+  moveChildren,
+  narrowEnds,
+  noChange,
+} from './family.js'
 import { holdChange, holdGrace, policyOf, rolledEnd } from './policy.js'
 import type { Principal } from './principal.js'
 import type { TokenRecords } from './records.js'
@@ -55,47 +62,97 @@ export async function updateToken(
   ) {
     fail('invalidResources', 'name at least one of note, scopes and allowedUrls')
   }
-  const allowedUrls = normalizeAllowedUrls(input.allowedUrls)
-  const allowedIps = normalizeAllowedIps(input.allowedIps)
-  const expiresAt = normalizeExpiresAt(input.expiresAt, records.now())
-  const ratelimits = normalizeRatelimits(input.ratelimits)
-  const scopes = input.scopes && records.checkScopes(account, principal, input.scopes)
-  const record = await records.find(account, id)
-  await records.refuseRetiring(record, principal.tokenId)
-  const fields = ['note', 'scopes', 'allowedUrls', 'allowedIps', 'expiresAt', 'ratelimits'] as const
-  const before = fields.map((k) => JSON.stringify(record[k] ?? null))
-  const was = { expiresAt: record.expiresAt, allowedUrls: record.allowedUrls }
+  const asked = {
+    allowedUrls: normalizeAllowedUrls(input.allowedUrls),
+    allowedIps: normalizeAllowedIps(input.allowedIps),
+    expiresAt: normalizeExpiresAt(input.expiresAt, records.now()),
+    ratelimits: normalizeRatelimits(input.ratelimits),
+    scopes: input.scopes && records.checkScopes(account, principal, input.scopes),
+  }
+  const found = await records.find(account, id)
+  await records.refuseRetiring(found, principal.tokenId)
+  // Read again in the transaction, its parent's row and its own locked (ancestors first, as
+  // every change of a family): a concurrent change of either is not written over.
+  const { record, family } = await records.db.transaction().execute(async (trx) => {
+    if (found.parent !== undefined) await familyRepo.lock(trx, found.parent)
+    const current = await familyRepo.lock(trx, id)
+    if (current === undefined || current.username !== account.username) {
+      return fail('notFound', 'no token with this id in this account')
+    }
+    const record = applyUpdate(records, account, current, input, asked)
+    // A child token narrows what it changes, itself included: never widens it (docs/machines.md).
+    const wider = principal.child ? widerThan(record, current) : undefined
+    if (wider !== undefined) {
+      fail(
+        'invalidResources',
+        `a child token may only narrow: ${wider.replace('the parent token', 'the token now')}`,
+      )
+    }
+    await holdFamily(trx, record)
+    await tokensRepo.update(trx, record)
+    const at = records.now()
+    const family = await narrowEnds(trx, records.changes, record, actor, at)
+    const details = { fields: changedFields(input, current, record) }
+    const event = auditEvent(at, 'token.updated', actor, tokenTarget(id), account.username, details)
+    await records.changes.notify(trx, id)
+    await auditRepo.insert(trx, [event, ...family.events])
+    return { record, family }
+  })
+  records.forget([id, ...family.ids])
+  return records.view(record)
+}
+
+const updatable = [
+  'note',
+  'scopes',
+  'allowedUrls',
+  'allowedIps',
+  'expiresAt',
+  'ratelimits',
+] as const
+
+/** The fields whose value changed, not those sent: a form sends them all. */
+const changedFields = (input: TokenFields, before: TokenRecord, after: TokenRecord) =>
+  updatable.filter(
+    (k) =>
+      input[k] !== undefined &&
+      JSON.stringify(after[k] ?? null) !== JSON.stringify(before[k] ?? null),
+  )
+
+/** The record as the update makes it, within the account's token policy. */
+function applyUpdate(
+  records: TokenRecords,
+  account: AccountRecord,
+  current: TokenRecord,
+  input: TokenFields,
+  asked: {
+    allowedUrls: string[] | null
+    allowedIps: string[] | null
+    expiresAt: number | null | undefined
+    ratelimits: TokenRecord['ratelimits'] | undefined
+    scopes: string[] | undefined
+  },
+): TokenRecord {
+  const record: TokenRecord = { ...current }
+  const { scopes } = asked
   if (scopes !== undefined) {
     if (record.scopeless && scopes.length > 0) {
       fail('invalidScopes', 'a token created with no scopes cannot be given scopes')
     }
-    if (record.usage === 'pk' && scopes.some((id) => records.catalog.get(id)?.public !== true)) {
+    if (record.usage === 'pk' && scopes.some((s) => records.catalog.get(s)?.public !== true)) {
       fail('invalidScopes', 'a public token may hold public scopes only')
     }
     record.scopes = scopes
   }
   if (input.note !== undefined) record.note = input.note
-  if (input.allowedUrls !== undefined) record.allowedUrls = allowedUrls
-  if (input.allowedIps !== undefined) record.allowedIps = allowedIps
-  if (expiresAt !== undefined) record.expiresAt = expiresAt
-  if (ratelimits !== undefined) record.ratelimits = ratelimits
+  if (input.allowedUrls !== undefined) record.allowedUrls = asked.allowedUrls
+  if (input.allowedIps !== undefined) record.allowedIps = asked.allowedIps
+  if (asked.expiresAt !== undefined) record.expiresAt = asked.expiresAt
+  if (asked.ratelimits !== undefined) record.ratelimits = asked.ratelimits
+  const was = { expiresAt: current.expiresAt, allowedUrls: current.allowedUrls }
   holdChange(policyOf(records.catalog, account), was, record, records.now())
   record.modified = isoTime(records.now())
-  // The fields whose value changed, not those sent: a form sends them all.
-  const changed = fields.filter(
-    (k, i) => input[k] !== undefined && JSON.stringify(record[k] ?? null) !== before[i],
-  )
-  const details = { fields: changed }
-  const at = records.now()
-  const event = auditEvent(at, 'token.updated', actor, tokenTarget(id), account.username, details)
-  let family: string[] = []
-  await records.change(id, event, async (db) => {
-    await holdFamily(db, record)
-    await tokensRepo.update(db, record)
-    family = await narrowEnds(db, records.changes, record, actor, at)
-  })
-  records.forget(family)
-  return records.view(record)
+  return record
 }
 
 /**
@@ -103,20 +160,22 @@ export async function updateToken(
  * parent's own change waits) and a parent above its children (holdChildren): 422 otherwise.
  */
 async function holdFamily(db: Db, record: TokenRecord): Promise<void> {
-  if (record.parent !== undefined) {
-    await familyRepo.lock(db, record.parent)
-    for (const ancestor of await ancestorsOf(db, record)) {
-      const wider = widerThan(record, ancestor)
-      if (wider === undefined) continue
-      const kind = wider.startsWith('the parent token does not hold')
-        ? 'invalidScopes'
-        : 'invalidResources'
-      const whose =
-        ancestor.id === record.parent ? 'the parent token' : `the token ${ancestor.id} above it`
-      fail(kind, wider.replace('the parent token', whose))
-    }
-  }
+  if (record.parent !== undefined) holdAncestors(record, await ancestorsOf(db, record))
   await holdChildren(db, record)
+}
+
+/** 422 when `record` is wider than one of its ancestors (the parent first), naming which. */
+function holdAncestors(record: TokenRecord, ancestors: readonly TokenRecord[]): void {
+  for (const ancestor of ancestors) {
+    const wider = widerThan(record, ancestor)
+    if (wider === undefined) continue
+    const kind = wider.startsWith('the parent token does not hold')
+      ? 'invalidScopes'
+      : 'invalidResources'
+    const whose =
+      ancestor.id === record.parent ? 'the parent token' : `the token ${ancestor.id} above it`
+    fail(kind, wider.replace('the parent token', whose))
+  }
 }
 
 /** When a rolled token's old string ends (epoch ms): `expires`, at most a day ahead, or now. */
@@ -164,9 +223,62 @@ export async function rollToken(
   if (old.parent !== undefined && endsAt > now) {
     fail('invalidResources', 'a child token is rolled without a grace: omit expires')
   }
-  // The caller must hold every scope of the token, as to give them.
-  records.checkScopes(account, principal, old.scopes)
-  const record: TokenRecord = {
+  const retires = isoTime(endsAt)
+  const details: Record<string, unknown> = { previous: old.id, usage: old.usage, retires }
+  // In one transaction, the parent's row locked first and the token read again under its lock:
+  // its successor is made of what it is now, and is held to every ancestor (a roll racing an
+  // ancestor's change or end neither outlives nor out-widens it).
+  const { record, family } = await records.db.transaction().execute(async (trx) => {
+    const parent = old.parent === undefined ? undefined : await familyRepo.lock(trx, old.parent)
+    const current = await familyRepo.lock(trx, old.id)
+    if (current === undefined || (old.parent !== undefined && parent === undefined)) {
+      return fail('notFound', 'no token with this id in this account')
+    }
+    if (current.retiresAt !== undefined) {
+      return fail('tokenRetiring', retiringDetails(current.retiresAt))
+    }
+    // The caller must hold every scope of the token, as to give them.
+    records.checkScopes(account, principal, current.scopes)
+    const record = successorOf(records, account, current, now)
+    if (record.parent !== undefined) holdAncestors(record, await ancestorsOf(trx, record))
+    await endOldToken(trx, account, old.id, endsAt <= now ? undefined : retires)
+    await tokensRepo.insert(trx, record)
+    if (old.parent !== undefined) await creditsRepo.move(trx, account.username, old.id, record.id)
+    // Its children follow the token that replaced it, or end with its string when asked.
+    const ended = children === 'end'
+    const family = ended
+      ? await endDescendants(trx, records.changes, current, 'rolled', actor, now)
+      : await moveChildren(trx, records.changes, old.id, record, actor, now)
+    if (family.ids.length > 0) details[ended ? 'ended' : 'moved'] = family.ids
+    const target = tokenTarget(record.id)
+    const event = auditEvent(
+      records.now(),
+      'token.rolled',
+      actor,
+      target,
+      account.username,
+      details,
+    )
+    await records.changes.notify(trx, old.id)
+    await auditRepo.insert(trx, [event, ...family.events])
+    return { record, family }
+  })
+  records.forget([old.id, ...family.ids])
+  return records.view(record)
+}
+
+/**
+ * A roll's new token: a new id and string; the same note, scopes, allowed URLs and IP ranges,
+ * limits, default flag and parent, created now.
+ */
+function successorOf(
+  records: TokenRecords,
+  account: AccountRecord,
+  old: TokenRecord,
+  now: number,
+): TokenRecord {
+  const policy = policyOf(records.catalog, account)
+  return {
     ...records.newRecord(account, {
       note: old.note,
       scopes: old.scopes,
@@ -184,29 +296,6 @@ export async function rollToken(
     lineage: old.lineage ?? old.id,
     ...(old.parent === undefined ? {} : { parent: old.parent }),
   }
-  const retires = isoTime(endsAt)
-  const details: Record<string, unknown> = { previous: old.id, usage: record.usage, retires }
-  const target = tokenTarget(record.id)
-  const family = await records.db.transaction().execute(async (trx) => {
-    await endOldToken(trx, account, old.id, endsAt <= now ? undefined : retires)
-    await tokensRepo.insert(trx, record)
-    if (old.parent !== undefined) await creditsRepo.move(trx, account.username, old.id, record.id)
-    // Its children follow the token that replaced it, or end with its string when asked.
-    const ended = children === 'end'
-    const changed = ended
-      ? await endDescendants(trx, records.changes, old, 'rolled', actor, now)
-      : await moveChildren(trx, records.changes, old.id, record, actor, now)
-    if (changed.length > 0) details[ended ? 'ended' : 'moved'] = changed
-    const at = records.now()
-    await auditRepo.insert(
-      trx,
-      auditEvent(at, 'token.rolled', actor, target, account.username, details),
-    )
-    await records.changes.notify(trx, old.id)
-    return changed
-  })
-  records.forget([old.id, ...family])
-  return records.view(record)
 }
 
 /**
@@ -242,16 +331,17 @@ export async function removeToken(
   const event = auditEvent(at, 'token.deleted', actor, tokenTarget(id), account.username, details)
   // Deleted by someone else in between: the outcome the caller asked for holds, and only the
   // deletion that removed the row is recorded. Its family ends with it; a child's credits left
-  // go back to its parent.
+  // go back to its parent. Its audit events are the transaction's last write (db/audit.ts).
   const family = await records.db.transaction().execute(async (trx) => {
     const deleted = await tokensRepo.delete(trx, account.username, id)
-    if (deleted) await auditRepo.insert(trx, event)
     await records.changes.notify(trx, id)
-    if (!deleted) return []
+    if (!deleted) return noChange()
     await returnCredits(trx, record)
-    return endDescendants(trx, records.changes, record, 'deleted', actor, at)
+    const family = await endDescendants(trx, records.changes, record, 'deleted', actor, at)
+    await auditRepo.insert(trx, [event, ...family.events])
+    return family
   })
-  records.forget([id, ...family])
+  records.forget([id, ...family.ids])
 }
 
 /** Removes rolled tokens whose end has come (their strings are refused already). */
@@ -262,9 +352,12 @@ export async function sweepRetired(records: TokenRecords): Promise<number> {
     const family = await records.db.transaction().execute(async (trx) => {
       await tokensRepo.delete(trx, row.username, row.id)
       await records.changes.notify(trx, row.id)
-      return endDescendants(trx, records.changes, row, 'retired', systemActor, records.now())
+      const now = records.now()
+      const family = await endDescendants(trx, records.changes, row, 'retired', systemActor, now)
+      await auditRepo.insert(trx, family.events)
+      return family
     })
-    records.forget([row.id, ...family])
+    records.forget([row.id, ...family.ids])
   }
   return rows.length
 }

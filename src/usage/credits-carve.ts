@@ -1,5 +1,4 @@
 import { type Actor, type AuditEvent, auditEvent } from '../audit/events.js'
-import { auditRepo } from '../db/audit.js'
 import { creditsRepo } from '../db/credits.js'
 import type { Db } from '../db/database.js'
 import type { AccountRecord } from '../db/repositories.js'
@@ -32,15 +31,23 @@ async function carve(
   child: TokenRecord,
   credits: number | undefined,
   actor: Actor,
-): Promise<number | undefined> {
+): Promise<{ given?: number; events: AuditEvent[] }> {
   if (credits !== undefined && (!Number.isSafeInteger(credits) || credits < 0)) {
     fail('invalidResources', 'credits must be a whole number from 0')
   }
   const found = await balances(trx, catalog, account.username, parent.id, now)
   const own = found?.token
   if (own === undefined) {
-    if (credits === undefined) return undefined
+    if (credits === undefined) return { events: [] }
   } else {
+    // Carved credits do not lapse at the parent's refill: carved from a refilling balance, a
+    // child could bank a period's credits every period (docs/machines.md).
+    if (own.refillInterval !== null) {
+      fail(
+        'invalidResources',
+        "the parent token's credits refill: a child's credits are carved from a balance without refill",
+      )
+    }
     if (credits === undefined) {
       fail(
         'invalidResources',
@@ -71,6 +78,6 @@ async function carve(
   events.push(
     auditEvent(now, 'credits.changed', actor, target(child.id), account.username, details),
   )
-  await auditRepo.insert(trx, events)
-  return given
+  // Written by the caller, last in its transaction (db/audit.ts).
+  return { given, events }
 }

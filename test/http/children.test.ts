@@ -211,6 +211,25 @@ describe('child tokens (POST /tokens/v2/{username}/{token_id}/children)', () => 
     ])
   })
 
+  it('ends the family of a parent revoked as leaked, each deletion in the events verifiers follow', async () => {
+    const parent = await bounded()
+    const kid = await child(parent.id, { scopes: ['styles:read'] })
+    const parentToken = parent.token
+    const res = await admin(h.app, 'POST', '/leaks', { tokens: [parentToken] })
+    expect(res.status).toBe(200)
+    expect(await retrieve(h, parentToken as string)).toBe('TokenRevoked')
+    expect(await retrieve(h, kid.body.token)).toBe('TokenRevoked')
+    const events = (await admin(h.app, 'GET', '/accounts/alice/audit?action=token.deleted')).body
+    expect(
+      events
+        .map((e: { target: { id: string }; details: unknown }) => [e.target.id, e.details])
+        .reverse(),
+    ).toEqual([
+      [parent.id, { usage: 'sk', reason: 'leaked' }],
+      [kid.body.id, { usage: 'pk', reason: 'parent', cause: 'leaked', chain: [parent.id] }],
+    ])
+  })
+
   it('moves the children to the token that replaced a rolled parent; ends them when asked', async () => {
     const parent = await bounded()
     const kept = await child(parent.id, { scopes: ['styles:read'] })
@@ -296,6 +315,19 @@ describe('child tokens (POST /tokens/v2/{username}/{token_id}/children)', () => 
       204,
     )
     expect(await credits(parent.id)).toBe(85)
+  })
+
+  it('refuses to carve from a refilling balance: carved credits would be banked each period', async () => {
+    const parent = await bounded()
+    await admin(h.app, 'PUT', `/accounts/alice/tokens/${parent.id}/credits`, {
+      remaining: 100,
+      refill: { interval: 'daily', amount: 100 },
+    })
+    const res = await child(parent.id, { scopes: ['styles:read'], credits: 10 })
+    expect(res.status).toBe(422)
+    expect(res.body.details).toBe(
+      "the parent token's credits refill: a child's credits are carved from a balance without refill",
+    )
   })
 
   it('refuses a parent in another account, a pk or tk authorizer, and a rolled parent', async () => {

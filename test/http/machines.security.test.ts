@@ -125,6 +125,44 @@ describe('child tokens against an attacker', () => {
     expect(JSON.stringify(listed.body)).not.toContain(h.alice.defaultToken.token as string)
   })
 
+  it('a child only narrows what it changes: itself and its descendants never widen', async () => {
+    const narrow = await call(h.app, 'POST', `/tokens/v2/alice/${parentId}/children`, owner, {
+      note: 'narrow agent',
+      scopes: ['tokens:write', 'styles:read'],
+      allowedUrls: ['https://agents.example.com/a'],
+      allowedIps: ['127.0.0.1'],
+      expiresAt: iso(T0 + 3_600_000),
+      ratelimits: [{ name: 'requests', limit: 50, duration: 60_000 }],
+    })
+    const self = narrow.body
+    for (const patch of [
+      { allowedUrls: ['https://agents.example.com'] },
+      { allowedIps: null },
+      { expiresAt: iso(T0 + 86_400_000) },
+      { ratelimits: null },
+    ]) {
+      const res = await call(h.app, 'PATCH', `/tokens/v2/alice/${self.id}`, self.token, patch)
+      expect(res.status).toBe(422)
+      expect(res.body.details).toMatch(/^a child token may only narrow: /)
+    }
+    const listed = await call(h.app, 'GET', `/tokens/v2/alice?parent=${parentId}`, owner)
+    expect(listed.body.find((t: { id: string }) => t.id === self.id)).toMatchObject({
+      allowedUrls: ['https://agents.example.com/a'],
+      allowedIps: ['127.0.0.1'],
+      expiresAt: iso(T0 + 3_600_000),
+    })
+    const narrower = await call(h.app, 'PATCH', `/tokens/v2/alice/${self.id}`, self.token, {
+      note: 'narrower',
+      allowedIps: ['127.0.0.1'],
+    })
+    expect(narrower.status).toBe(200)
+    // The owner may widen it again, within its parent.
+    const owners = await call(h.app, 'PATCH', `/tokens/v2/alice/${self.id}`, owner, {
+      allowedIps: null,
+    })
+    expect(owners.status).toBe(200)
+  })
+
   it('a rolled child stays a child, with its credits, and without a grace for its old string', async () => {
     await admin(h.app, 'PUT', `/accounts/alice/tokens/${agent.id}/credits`, { remaining: 30 })
     const graced = await call(h.app, 'POST', `/tokens/v2/alice/${agent.id}/roll`, owner, {
