@@ -95,34 +95,56 @@ function inheritedLimits(
   return merged.length === 0 ? null : merged
 }
 
-/** The parts of an allowedUrls entry (CONTRACT.md section 3): scheme, `*.`, host, port, path. */
+type Scheme = 'http' | 'https'
+
+const entryShape = /^(?:(https?):\/\/)?(\*\.)?([a-z0-9.-]+)(?::(\d{1,5}))?(\/.*)?$/i
+const defaultPort = (scheme: Scheme) => (scheme === 'https' ? 443 : 80)
+
+/**
+ * The parts of an allowedUrls entry as a verifier matches pages against it
+ * (packages/verifier/src/allowed-urls.ts): the schemes it admits, `*.`, the host without case,
+ * its port or none (a page's default port then), its path normalized as a page's URL is (dot
+ * segments and percent-encoding resolved; no trailing slash; '' for every path).
+ */
 function urlParts(entry: string) {
-  const m = /^(?:(https?):\/\/)?(\*\.)?([^/:]+)(?::(\d+))?(\/.*)?$/i.exec(entry)
+  const m = entryShape.exec(entry.trim())
+  if (m === null) return undefined
+  const [, scheme, star, host = '', port, rawPath] = m
+  let path = ''
+  if (rawPath !== undefined) {
+    path = new URL(rawPath, 'http://h').pathname
+    if (path.endsWith('/')) path = path.slice(0, -1)
+  }
+  const schemes: Scheme[] =
+    scheme === undefined ? ['http', 'https'] : [scheme.toLowerCase() as Scheme]
   return {
-    scheme: m?.[1]?.toLowerCase(),
-    wildcard: m?.[2] !== undefined,
-    host: (m?.[3] ?? '').toLowerCase(),
-    port: m?.[4],
-    path: m?.[5],
+    schemes,
+    wildcard: star !== undefined,
+    host: host.toLowerCase(),
+    port: port === undefined ? undefined : Number(port),
+    path,
   }
 }
 
 /**
- * Whether every URL entry `child` admits is one `parent` admits: the same scheme if the parent
- * names one; the parent's host, or under its `*.`; the same port if it names one; a path that
- * begins with its path if it has one.
+ * Whether every page `child` admits is one `parent` admits, as a verifier matches them: each of
+ * its schemes among the parent's, on the same port for each (a missing port is the scheme's
+ * default); the parent's host, or under its `*.` (which covers subdomains, not the host
+ * itself); a path on the parent's path or below it, on segment boundaries.
  */
 export function urlWithin(child: string, parent: string): boolean {
   const c = urlParts(child)
   const p = urlParts(parent)
-  if (p.scheme !== undefined && c.scheme !== p.scheme) return false
+  if (c === undefined || p === undefined) return false
+  for (const scheme of c.schemes) {
+    if (!p.schemes.includes(scheme)) return false
+    if ((c.port ?? defaultPort(scheme)) !== (p.port ?? defaultPort(scheme))) return false
+  }
   if (p.wildcard) {
-    // `*.` covers the subdomains, not the host itself.
     if (!(c.wildcard && c.host === p.host) && !c.host.endsWith(`.${p.host}`)) return false
   } else if (c.wildcard || c.host !== p.host) return false
-  if (p.port !== undefined && c.port !== p.port) return false
-  if (p.path !== undefined && !(c.path ?? '/').startsWith(p.path)) return false
-  return true
+  if (p.path === '') return true
+  return c.path === p.path || c.path.startsWith(`${p.path}/`)
 }
 
 /** Whether the addresses of range `child` (canonical, normalizeAllowedIps) all lie in `parent`. */

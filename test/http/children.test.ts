@@ -76,7 +76,7 @@ describe('child tokens (POST /tokens/v2/{username}/{token_id}/children)', () => 
     const res = await child(parent.id, {
       note: 'narrow',
       scopes: ['tokens:read'],
-      allowedUrls: ['https://maps.example.com/maps/v1'],
+      allowedUrls: ['https://maps.example.com/maps/v1', 'https://b.example.com:443/maps/'],
       allowedIps: ['10.0.3.0/24', '10.0.0.7'],
       expiresAt: iso(T0 + day),
       ratelimits: [
@@ -88,7 +88,7 @@ describe('child tokens (POST /tokens/v2/{username}/{token_id}/children)', () => 
     expect(res.body).toMatchObject({
       usage: 'sk',
       scopes: ['tokens:read'],
-      allowedUrls: ['https://maps.example.com/maps/v1'],
+      allowedUrls: ['https://maps.example.com/maps/v1', 'https://b.example.com:443/maps/'],
       allowedIps: ['10.0.3.0/24', '10.0.0.7'],
       expiresAt: iso(T0 + day),
       ratelimits: [
@@ -118,6 +118,31 @@ describe('child tokens (POST /tokens/v2/{username}/{token_id}/children)', () => 
       { allowedUrls: ['http://a.example.com/maps'] },
       'resources are invalid',
       "http://a.example.com/maps is outside the parent token's allowedUrls",
+    ],
+    [
+      { allowedUrls: ['https://a.example.com:8443/maps'] },
+      'resources are invalid',
+      "https://a.example.com:8443/maps is outside the parent token's allowedUrls",
+    ],
+    [
+      { allowedUrls: ['https://a.example.com/mapsx'] },
+      'resources are invalid',
+      "https://a.example.com/mapsx is outside the parent token's allowedUrls",
+    ],
+    [
+      { allowedUrls: ['https://a.example.com/maps/../admin'] },
+      'resources are invalid',
+      "https://a.example.com/maps/../admin is outside the parent token's allowedUrls",
+    ],
+    [
+      { allowedUrls: ['https://a.example.com/maps/%2e%2e/admin'] },
+      'resources are invalid',
+      "https://a.example.com/maps/%2e%2e/admin is outside the parent token's allowedUrls",
+    ],
+    [
+      { allowedUrls: ['a.example.com/maps'] },
+      'resources are invalid',
+      "a.example.com/maps is outside the parent token's allowedUrls",
     ],
     [
       { allowedIps: ['10.0.0.0/8'] },
