@@ -226,7 +226,7 @@ function buildServices(
     events: new EventFeed(db, log),
     webhooks: new WebhookDispatcher({ db, log, config, now: now ?? Date.now }),
     mailer,
-    exchange: exchangeOf(config, { db, keyring, catalog, directory, metrics, now: tokens.now }),
+    exchange: exchangeOf(config, { db, keyring, catalog, directory, metrics, rateLimiter, tokens }),
   }
 }
 

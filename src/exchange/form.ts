@@ -22,14 +22,29 @@ export type ExchangeAnswer =
       }
     }
   | {
-      status: 400 | 503
+      status: 400 | 429 | 503
+      /** 429: the seconds to wait (Retry-After). */
+      retryAfter?: number
       body: {
         error: 'invalid_request' | 'invalid_grant' | 'invalid_scope' | 'temporarily_unavailable'
         error_description: string
       }
     }
 
-/** A refusal on its way out of `exchange`: its RFC error, and what the audit log records. */
+/**
+ * What a stranger is told of every refusal that would say whether an account exists or which
+ * issuers it trusts: no account, no policy naming the issuer, no key for the `kid`, a signature
+ * that does not hold. The account's audit log has the reason.
+ */
+export const untrusted = 'the token is not signed by an issuer this account trusts'
+
+/** The longest an identity token may live: its `jti` is kept until its end. */
+export const maxIdentityLifeSeconds = 86_400
+
+/**
+ * A refusal on its way out of `exchange`: its RFC error, its reason (audited), what the caller
+ * is told when that is less (`shown`), and what else the audit log records.
+ */
 export class Refusal extends Error {
   constructor(
     readonly error:
@@ -39,6 +54,7 @@ export class Refusal extends Error {
       | 'temporarily_unavailable',
     readonly description: string,
     readonly audited: Record<string, unknown> = {},
+    readonly shown: string = description,
   ) {
     super(description)
   }

@@ -142,6 +142,9 @@ export function globMatch(glob: string, value: string): boolean {
   return g === glob.length
 }
 
+/** The longest claim value a glob is matched against: longer ones match nothing (cost bound). */
+const maxClaimLength = 1024
+
 /** A claim's value as a glob is matched against: strings as they are, numbers and booleans as JSON. */
 const claimText = (value: unknown): string | undefined =>
   typeof value === 'string'
@@ -159,10 +162,14 @@ export function outsidePolicy(
   const audiences = Array.isArray(aud) ? aud : [aud]
   if (!audiences.includes(policy.audience)) return 'audience'
   const sub = claims.sub
-  if (typeof sub !== 'string' || !globMatch(policy.subject, sub)) return 'subject'
+  if (typeof sub !== 'string' || sub.length > maxClaimLength || !globMatch(policy.subject, sub)) {
+    return 'subject'
+  }
   for (const [name, glob] of Object.entries(policy.claims ?? {})) {
     const value = claimText(claims[name])
-    if (value === undefined || !globMatch(glob, value)) return `claim ${name}`
+    if (value === undefined || value.length > maxClaimLength || !globMatch(glob, value)) {
+      return `claim ${name}`
+    }
   }
   return undefined
 }

@@ -8,7 +8,15 @@ import type { ScopeCatalog } from '../scopes/catalog.js'
 import { isoTime } from '../time.js'
 import { encodeToken } from '../tokens/codec.js'
 import type { Keyring } from '../tokens/keyring.js'
-import { accessTokenType, type ExchangeAnswer, leewaySeconds, Refusal, readForm } from './form.js'
+import {
+  accessTokenType,
+  type ExchangeAnswer,
+  leewaySeconds,
+  maxIdentityLifeSeconds,
+  Refusal,
+  readForm,
+  untrusted,
+} from './form.js'
 import { type IssuerKeys, IssuerUnavailable } from './issuer-keys.js'
 import { type DecodedJwt, decodeJwt, signatureHolds, timeRefusal } from './jwt.js'
 import { outsidePolicy, readTrustPolicies, type TrustPolicy } from './policies.js'
@@ -25,6 +33,8 @@ export interface ExchangeDeps {
   account(username: string): Promise<AccountRecord | undefined>
   /** Counts an exchange by outcome (/metrics). */
   count?(outcome: string): void
+  /** Charges an exchange to the account's budget: the seconds to wait when it is spent. */
+  limit?(username: string): Promise<number | undefined>
 }
 
 /**
@@ -80,13 +90,16 @@ export class ExchangeService {
     form: Record<string, string>,
     actor: Actor,
   ): Promise<ExchangeAnswer> {
-    const account = await this.deps.account(username)
+    let account: AccountRecord | undefined
     try {
+      // The form first: a malformed request is told so whether the account exists or not.
+      const asked = readForm(form)
+      account = await this.deps.account(username)
       if (account === undefined) {
-        throw new Refusal('invalid_grant', 'no trust policy of this account admits the token')
+        throw new Refusal('invalid_grant', 'no such account', {}, untrusted)
       }
-      const answer = await this.grant(account, form, actor)
-      this.deps.count?.('issued')
+      const answer = await this.grant(account, asked, actor)
+      this.deps.count?.(answer.status === 200 ? 'issued' : 'limited')
       return answer
     } catch (err) {
       if (!(err instanceof Refusal)) throw err
@@ -99,16 +112,15 @@ export class ExchangeService {
         })
       }
       const status = err.error === 'temporarily_unavailable' ? 503 : 400
-      return { status, body: { error: err.error, error_description: err.description } }
+      return { status, body: { error: err.error, error_description: err.shown } }
     }
   }
 
   private async grant(
     account: AccountRecord,
-    form: Record<string, string>,
+    asked: ReturnType<typeof readForm>,
     actor: Actor,
   ): Promise<ExchangeAnswer> {
-    const asked = readForm(form)
     const jwt = decodeJwt(asked.subjectToken)
     if (typeof jwt === 'string') throw new Refusal('invalid_grant', jwt)
     const iss = jwt.claims.iss
@@ -119,9 +131,21 @@ export class ExchangeService {
         'invalid_grant',
         "no trust policy of this account names the token's issuer",
         seen,
+        untrusted,
       )
     }
     await this.verify(jwt, iss, seen)
+    // Only now, the identity proven, is the account's own budget charged: a stranger's junk
+    // cannot use it up (the route limits requests per client address first).
+    const wait = await this.deps.limit?.(account.username)
+    if (wait !== undefined) {
+      const error_description = `too many exchanges for this account: try again in ${wait} s`
+      return {
+        status: 429,
+        retryAfter: wait,
+        body: { error: 'temporarily_unavailable', error_description },
+      }
+    }
     const [policy, index] = this.admitting(policies, jwt, seen)
     const scopes = this.scopesOf(account, policy, asked.scope, seen)
     await this.useOnce(jwt, iss, seen)
@@ -167,12 +191,19 @@ export class ExchangeService {
         'invalid_grant',
         "no key of the issuer matches the token's kid and alg",
         seen,
+        untrusted,
       )
     }
-    if (!signatureHolds(jwt, key))
-      throw new Refusal('invalid_grant', "the token's signature does not hold", seen)
+    if (!signatureHolds(jwt, key)) {
+      throw new Refusal('invalid_grant', "the token's signature does not hold", seen, untrusted)
+    }
     const late = timeRefusal(jwt.claims, this.deps.now(), leewaySeconds)
     if (late !== undefined) throw new Refusal('invalid_grant', late, seen)
+    // Its jti is kept until its end: an identity living longer than a day is refused.
+    const exp = jwt.claims.exp as number
+    if (exp > this.deps.now() / 1000 + maxIdentityLifeSeconds) {
+      throw new Refusal('invalid_grant', 'the token lives longer than a day', seen)
+    }
   }
 
   /** The first policy (in the account's order) whose audience, subject and claims the token has. */

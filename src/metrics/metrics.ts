@@ -165,6 +165,7 @@ export class Metrics {
     invalid_grant: 0,
     invalid_scope: 0,
     temporarily_unavailable: 0,
+    limited: 0,
   }
   /** The group commits of this context's Batchers: each batch's size, failed writes. */
   readonly groupCommits = { sizes: new Buckets([1, 2, 5, 10, 20, 50, 100, 200, 500]), failures: 0 }
@@ -221,7 +222,7 @@ export class Metrics {
     gauge('tessera_token_cache_entries', 'Token records in the cache', () => cache.size)
     counter(
       'tessera_token_exchanges_total',
-      'Workload identity exchanges by outcome (issued, or the OAuth error answered)',
+      'Workload identity exchanges by outcome (issued, limited, or the OAuth error answered)',
       ['outcome'],
       () => Object.entries(this.exchanges).map(([outcome, n]): Row => [{ outcome }, n]),
     )

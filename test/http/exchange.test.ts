@@ -125,11 +125,14 @@ describe('workload identity exchange (POST /tokens/v2/{username}/exchange)', () 
     })
   })
 
-  const refused: [string, () => string, string][] = [
+  const untrusted = 'the token is not signed by an issuer this account trusts'
+  /** The refusal, its reason in the audit log, and what the caller is told when that is less. */
+  const refused: [string, () => string, string, string?][] = [
     [
       'another issuer',
       () => issuer.sign(github({ iss: 'https://token.actions.githubusercontent.com' })),
       "no trust policy of this account names the token's issuer",
+      untrusted,
     ],
     [
       'another audience',
@@ -156,11 +159,18 @@ describe('workload identity exchange (POST /tokens/v2/{username}/exchange)', () 
       'an unknown kid',
       () => issuer.sign(github(), { header: { kid: 'made-up' } }),
       "no key of the issuer matches the token's kid and alg",
+      untrusted,
     ],
     [
       'a key the issuer never published',
       () => issuer.sign(github(), { key: 'retired' }),
       "no key of the issuer matches the token's kid and alg",
+      untrusted,
+    ],
+    [
+      'an identity living longer than a day',
+      () => issuer.sign(github({ exp: seconds + 2 * 86_400 })),
+      'the token lives longer than a day',
     ],
     [
       'another subject',
@@ -179,14 +189,17 @@ describe('workload identity exchange (POST /tokens/v2/{username}/exchange)', () 
     ],
   ]
 
-  it.each(refused)('refuses %s with invalid_grant, audited', async (_name, token, reason) => {
-    const res = await exchange(form(token()))
-    expect(res.status).toBe(400)
-    expect(res.body).toEqual({ error: 'invalid_grant', error_description: reason })
-    const [event] = await refusals()
-    expect(event.details).toMatchObject({ error: 'invalid_grant', reason })
-    expect(event.actor).toEqual({ type: 'anonymous' })
-  })
+  it.each(refused)(
+    'refuses %s with invalid_grant, audited',
+    async (_name, token, reason, shown) => {
+      const res = await exchange(form(token()))
+      expect(res.status).toBe(400)
+      expect(res.body).toEqual({ error: 'invalid_grant', error_description: shown ?? reason })
+      const [event] = await refusals()
+      expect(event.details).toMatchObject({ error: 'invalid_grant', reason })
+      expect(event.actor).toEqual({ type: 'anonymous' })
+    },
+  )
 
   it('refuses a tampered payload: the signature does not hold', async () => {
     const [header, , signature] = issuer.sign(github()).split('.')
@@ -194,10 +207,9 @@ describe('workload identity exchange (POST /tokens/v2/{username}/exchange)', () 
       'base64url',
     )
     const res = await exchange(form(`${header}.${payload}.${signature}`))
-    expect(res.body).toEqual({
-      error: 'invalid_grant',
-      error_description: "the token's signature does not hold",
-    })
+    expect(res.body).toEqual({ error: 'invalid_grant', error_description: untrusted })
+    const [event] = await refusals()
+    expect(event.details.reason).toBe("the token's signature does not hold")
   })
 
   it('exchanges a jti once, on another instance of the same database too', async () => {
@@ -222,12 +234,12 @@ describe('workload identity exchange (POST /tokens/v2/{username}/exchange)', () 
 
   it('never admits a token into an account whose policies do not name it', async () => {
     const res = await exchange(form(issuer.sign(github())), 'bob')
-    expect(res.body).toEqual({
-      error: 'invalid_grant',
-      error_description: "no trust policy of this account names the token's issuer",
-    })
     const missing = await exchange(form(issuer.sign(github())), 'nobody')
-    expect(missing.body.error).toBe('invalid_grant')
+    // Told the same: a stranger learns neither that bob exists nor whom he trusts.
+    expect(res.body).toEqual({ error: 'invalid_grant', error_description: untrusted })
+    expect(missing.body).toEqual(res.body)
+    const empty = await exchange('', 'nobody')
+    expect(empty.body.error).toBe('invalid_request')
     expect(await refusals()).toEqual([])
   })
 
@@ -252,6 +264,47 @@ describe('workload identity exchange (POST /tokens/v2/{username}/exchange)', () 
       )
     } finally {
       await strict.close()
+    }
+  })
+
+  it("limits by address before anything is read, and charges the account's budget only for a proven identity", async () => {
+    const limited = await harness({
+      ...adminEnv,
+      EXCHANGE_CA_FILE: issuer.caFile,
+      EXCHANGE_ALLOW_PRIVATE: 'true',
+      RATE_LIMIT_PER_MINUTE: '3',
+    })
+    const from = async (address: string, body: string) => {
+      const res = await limited.app.inject({
+        method: 'POST',
+        url: '/tokens/v2/alice/exchange',
+        remoteAddress: address,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: body,
+      })
+      return { status: res.statusCode, body: res.json(), retryAfter: res.headers['retry-after'] }
+    }
+    try {
+      await admin(limited.app, 'PUT', '/accounts/alice/trust-policies', [policy()])
+      // Await the start of a window: the counts are fixed minute windows.
+      limited.clock.now = Math.ceil(limited.clock.now / 60_000) * 60_000
+      for (let i = 0; i < 3; i++) expect((await from('203.0.113.9', 'junk=1')).status).toBe(400)
+      const flooded = await from('203.0.113.9', 'junk=1')
+      expect(flooded.status).toBe(429)
+      expect(flooded.body.error_description).toMatch(/^too many exchanges from this address/)
+      // The stranger's junk cost the account nothing: its job still exchanges, three times.
+      for (let i = 0; i < 3; i++) {
+        expect((await from(`198.51.100.${i}`, form(issuer.sign(github())))).status).toBe(200)
+      }
+      const spent = await from('198.51.100.9', form(issuer.sign(github())))
+      expect(spent.status).toBe(429)
+      expect(spent.retryAfter).toBe('60')
+      expect(spent.body).toEqual({
+        error: 'temporarily_unavailable',
+        error_description: 'too many exchanges for this account: try again in 60 s',
+      })
+    } finally {
+      await limited.close()
     }
   })
 

@@ -19,7 +19,8 @@ const OAuthError = Type.Object({
  * RFC 8693 token exchange (docs/machines.md): a workload's identity token for a temporary token
  * of the account. Its own context: the form parser serves this route alone. Authenticated by the
  * identity token itself, against the account's trust policies; limited per account like the
- * account's requests (RATE_LIMIT_PER_MINUTE a minute), so that refusals cannot flood its audit log.
+ * account's requests (RATE_LIMIT_PER_MINUTE a minute, by client address, then by account once the
+ * identity holds), so that refusals cannot flood its audit log.
  */
 export function exchangeRoutes(app: FastifyInstance, ctx: AppContext) {
   app.register(async (scope) => {
@@ -65,15 +66,18 @@ export function exchangeRoutes(app: FastifyInstance, ctx: AppContext) {
         const { username } = request.params as { username: string }
         // RFC 6749 section 5.1: token answers are never cached.
         reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
+        // Per client address first: a stranger's requests cannot use up the account's budget,
+        // which the exchange charges once the identity is proven (ExchangeService).
         const perMinute = ctx.config.rateLimitPerMinute
-        const wait = await exchangeWait(ctx.rateLimiter, username, ctx.tokens.now(), perMinute)
+        const now = ctx.tokens.now()
+        const wait = await exchangeWait(ctx.rateLimiter, `ip:${request.ip}`, now, perMinute)
         if (wait !== undefined) {
           return reply
             .code(429)
             .header('retry-after', String(wait))
             .send({
               error: 'temporarily_unavailable',
-              error_description: `too many exchanges for this account: try again in ${wait} s`,
+              error_description: `too many exchanges from this address: try again in ${wait} s`,
             })
         }
         const body = request.body
@@ -83,6 +87,7 @@ export function exchangeRoutes(app: FastifyInstance, ctx: AppContext) {
             : {}
         const actor = actorOf(request, { type: 'anonymous' })
         const answer = await ctx.exchange.exchange(username, form, actor)
+        if (answer.status === 429) reply.header('retry-after', String(answer.retryAfter ?? 60))
         return reply.code(answer.status).send(answer.body)
       },
     )
