@@ -138,14 +138,14 @@ export class TokenService {
    * answer and SQLite's row) with the token string added, rather than the object serialized
    * again by the route's schema.
    */
-  async createJson(
+  createJson(
     account: AccountRecord,
     principal: Principal,
     input: TokenFields,
     actor: Actor,
   ): Promise<string> {
     // A child token's create makes a child of its own: never wider than it (docs/machines.md).
-    if (principal.child) return JSON.stringify(await this.create(account, principal, input, actor))
+    if (principal.child) return this.create(account, principal, input, actor).then(JSON.stringify)
     return this.creation.insertJson(account, principal, input, actor)
   }
 

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely'
+import { type Kysely, sql } from 'kysely'
 
 // Child tokens (issue 46, docs/machines.md): a token made under another records its parent's id.
 // Deleting, revoking or expiring a parent ends its descendants (tokens/family.ts), which are
@@ -11,7 +11,13 @@ import type { Kysely } from 'kysely'
 // Shipped migrations are never edited; add a new one instead.
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.alterTable('tokens').addColumn('parent', 'varchar(32)').execute()
-  await db.schema.createIndex('tokens_by_parent').on('tokens').column('parent').execute()
+  // Partial: only child tokens have a parent, and every other insert then maintains no index.
+  await db.schema
+    .createIndex('tokens_by_parent')
+    .on('tokens')
+    .column('parent')
+    .where(sql.ref('parent'), 'is not', null)
+    .execute()
   await db.schema.alterTable('accounts').addColumn('trust_policies', 'text').execute()
   await db.schema
     .createTable('exchange_jtis')
