@@ -19,7 +19,8 @@ import type { Keyring } from './keyring.js'
 import { type BrowseQuery, browsePage, type ListQuery, listPage } from './listing.js'
 import type { Principal } from './principal.js'
 import { type NewTokenFields, TokenRecords } from './records.js'
-import { removeToken, rollToken, sweepRetired, type TokenChange, updateToken } from './updates.js'
+import { rollToken } from './roll.js'
+import { removeToken, sweepRetired, type TokenChange, updateToken } from './updates.js'
 import { type AccountLookup, TokenValidator, type Validation } from './validator.js'
 
 export type { ListQuery, TemporaryInput, TemporaryResult, TokenFields, TokenView }
