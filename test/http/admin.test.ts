@@ -544,6 +544,7 @@ describe('the OpenAPI document', () => {
       '/admin/v1/accounts/{username}/tokens/{token_id}/credits/increment',
       '/admin/v1/accounts/{username}/tokens/{token_id}/roll',
       '/admin/v1/accounts/{username}/tokens/{token_id}/usage',
+      '/admin/v1/accounts/{username}/trust-policies',
       '/admin/v1/accounts/{username}/usage',
       '/admin/v1/accounts/{username}/usage/tokens',
       '/admin/v1/audit',
@@ -568,7 +569,7 @@ describe('the OpenAPI document', () => {
         name: `${method} ${p}`,
       })),
     )
-    expect(operations).toHaveLength(52)
+    expect(operations).toHaveLength(54)
     // Each names the operator scope it needs (the verifier's six; every other, admin).
     const verifier = [
       'get /admin/v1/events',

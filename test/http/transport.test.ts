@@ -137,13 +137,24 @@ describe('routes', () => {
       '/scopes/v1/{username}',
       '/tokens/v2',
       '/tokens/v2/{username}',
+      '/tokens/v2/{username}/exchange',
       '/tokens/v2/{username}/{token_id}',
+      '/tokens/v2/{username}/{token_id}/children',
       '/tokens/v2/{username}/{token_id}/roll',
     ])
     expect(Object.keys(doc.paths['/tokens/v2/{username}']).sort()).toEqual(['get', 'post'])
     expect(
       doc.paths['/tokens/v2/{username}'].get.parameters.map((p: { name: string }) => p.name),
-    ).toEqual(['username', 'access_token', 'usage', 'default', 'limit', 'sortby', 'start'])
+    ).toEqual([
+      'username',
+      'access_token',
+      'usage',
+      'default',
+      'limit',
+      'sortby',
+      'start',
+      'parent',
+    ])
     expect(JSON.stringify(doc)).not.toContain('errorMessage')
   })
 })
