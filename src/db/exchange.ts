@@ -1,17 +1,18 @@
-import type { Kysely } from 'kysely'
+import { type Kysely, PostgresAdapter } from 'kysely'
 import type { Database } from './schema.js'
 
 type Executor = Kysely<Database>
 
 /** Trust policies (accounts.trust_policies) and exchanged `jti`s (migration 0020). */
 export const exchangeRepo = {
-  /** The account's trust policies as stored (JSON text); undefined: no such account. */
-  async policies(db: Executor, username: string): Promise<string | null | undefined> {
-    const row = await db
-      .selectFrom('accounts')
-      .select('trust_policies')
-      .where('username', '=', username)
-      .executeTakeFirst()
+  /**
+   * The account's trust policies as stored (JSON text); undefined: no such account. `lock`: its
+   * row held on PostgreSQL until the transaction ends (SQLite writes one at a time anyway).
+   */
+  async policies(db: Executor, username: string, lock = false): Promise<string | null | undefined> {
+    let q = db.selectFrom('accounts').select('trust_policies').where('username', '=', username)
+    if (lock && db.getExecutor().adapter instanceof PostgresAdapter) q = q.forUpdate()
+    const row = await q.executeTakeFirst()
     return row === undefined ? undefined : row.trust_policies
   },
 

@@ -60,25 +60,43 @@ export class ExchangeService {
 
   /** Replaces the account's trust policies (422 with the sentence of what is wrong), audited. */
   async setPolicies(account: AccountRecord, input: unknown, actor: Actor): Promise<TrustPolicy[]> {
-    const policies = readTrustPolicies(input, this.known(account))
-    if (typeof policies === 'string') return fail('invalidResources', policies)
-    const now = this.deps.now()
-    const details = { issuers: [...new Set(policies.map((p) => p.issuer))], count: policies.length }
-    const target = { type: 'account' as const, id: account.username }
-    const event = auditEvent(
-      now,
-      'trust_policies.changed',
-      actor,
-      target,
-      account.username,
-      details,
-    )
-    await this.deps.db.transaction().execute(async (trx) => {
-      const json = policies.length === 0 ? null : JSON.stringify(policies)
-      await exchangeRepo.setPolicies(trx, account.username, json)
+    return (await this.changePolicies(account, () => input, actor)) as TrustPolicy[]
+  }
+
+  /**
+   * Changes the account's trust policies from what they are now, read under a lock (the
+   * account's row, held until the commit): two owners adding at once both get theirs. `change`
+   * answers the new list, or undefined to write nothing (then so does this).
+   */
+  async changePolicies(
+    account: AccountRecord,
+    change: (current: TrustPolicy[]) => unknown,
+    actor: Actor,
+  ): Promise<TrustPolicy[] | undefined> {
+    const known = this.known(account)
+    return this.deps.db.transaction().execute(async (trx) => {
+      const json = await exchangeRepo.policies(trx, account.username, true)
+      const input = change(json == null ? [] : (JSON.parse(json) as TrustPolicy[]))
+      if (input === undefined) return undefined
+      const policies = readTrustPolicies(input, known)
+      if (typeof policies === 'string') return fail('invalidResources', policies)
+      const text = policies.length === 0 ? null : JSON.stringify(policies)
+      await exchangeRepo.setPolicies(trx, account.username, text)
+      const issuers = [...new Set(policies.map((p) => p.issuer))]
+      const details = { issuers, count: policies.length }
+      const target = { type: 'account' as const, id: account.username }
+      const now = this.deps.now()
+      const event = auditEvent(
+        now,
+        'trust_policies.changed',
+        actor,
+        target,
+        account.username,
+        details,
+      )
       await auditRepo.insert(trx, event)
+      return policies
     })
-    return policies
   }
 
   /**

@@ -74,6 +74,13 @@ export async function rollToken(
     if (current.retiresAt !== undefined) {
       return fail('tokenRetiring', retiringDetails(current.retiresAt))
     }
+    // Moved meanwhile to the token that replaced its parent (that roll held the old parent's
+    // row, which this one waited for): the new parent's row is the one to hold.
+    if (current.parent !== old.parent && current.parent !== undefined) {
+      if ((await familyRepo.lock(trx, current.parent)) === undefined) {
+        return fail('notFound', 'no token with this id in this account')
+      }
+    }
     // The caller must hold every scope of the token, as to give them.
     records.checkScopes(account, principal, current.scopes)
     const record = successorOf(records, account, current, now)

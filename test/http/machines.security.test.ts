@@ -239,6 +239,21 @@ describe('trust policies against an attacker', () => {
     expect((await admin(h.app, 'GET', '/accounts/alice/trust-policies')).body).toEqual([policy])
   })
 
+  it('keeps both of two policies added at once (read and written under the account row lock)', async () => {
+    const holder = { type: 'cli' as const }
+    const add = (subject: string) =>
+      h.ctx.exchange.changePolicies(
+        h.alice,
+        (current) => [...current, { ...policy, subject }],
+        holder,
+      )
+    await Promise.all([add('repo:octo/a:*'), add('repo:octo/b:*'), add('repo:octo/c:*')])
+    const subjects = (await admin(h.app, 'GET', '/accounts/alice/trust-policies')).body.map(
+      (p: { subject: string }) => p.subject,
+    )
+    expect(subjects.sort()).toEqual(['repo:octo/a:*', 'repo:octo/b:*', 'repo:octo/c:*'])
+  })
+
   it("one account's policies are not another's", async () => {
     await admin(h.app, 'PUT', '/accounts/alice/trust-policies', [policy])
     expect((await admin(h.app, 'GET', '/accounts/bob/trust-policies')).body).toEqual([])

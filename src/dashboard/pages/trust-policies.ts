@@ -131,13 +131,21 @@ export function trustPolicyPages(app: FastifyInstance, { ctx }: DashboardDeps) {
       const error = { message: notAdded, fields: [input.problem] }
       return sendPage(reply, await policiesPage(ctx, request, { values, error }), 422)
     }
-    const current = (await ctx.exchange.policies(account.username)) ?? []
+    // Added to the list as it is when written, not as it was read here (changePolicies).
+    let before = 0
     try {
-      await ctx.exchange.setPolicies(account, [...current, input.ok], actor)
+      await ctx.exchange.changePolicies(
+        account,
+        (current) => {
+          before = current.length
+          return [...current, input.ok]
+        },
+        actor,
+      )
       return redirect(reply, '/account/trust-policies?done=added')
     } catch (err) {
       const no = refusal(err, ['invalidResources'])
-      const error = changeRefusal(notAdded, no.details ?? '', current.length)
+      const error = changeRefusal(notAdded, no.details ?? '', before)
       return sendPage(reply, await policiesPage(ctx, request, { values, error }), 422)
     }
   })
@@ -146,17 +154,22 @@ export function trustPolicyPages(app: FastifyInstance, { ctx }: DashboardDeps) {
   app.post('/trust-policies/remove', owners, async (request, reply) => {
     const { account, actor } = holderOf(request)
     const shown = form(request).get('policy') ?? ''
-    const current = (await ctx.exchange.policies(account.username)) ?? []
-    const at = current.findIndex((p) => JSON.stringify(p) === shown)
-    if (at < 0) {
-      const listError = {
-        message: 'That trust policy was changed or removed already.',
-        details: 'the list below is as it is now',
-      }
-      return sendPage(reply, await policiesPage(ctx, request, { listError }), 409)
-    }
     try {
-      await ctx.exchange.setPolicies(account, current.toSpliced(at, 1), actor)
+      const removed = await ctx.exchange.changePolicies(
+        account,
+        (current) => {
+          const at = current.findIndex((p) => JSON.stringify(p) === shown)
+          return at < 0 ? undefined : current.toSpliced(at, 1)
+        },
+        actor,
+      )
+      if (removed === undefined) {
+        const listError = {
+          message: 'That trust policy was changed or removed already.',
+          details: 'the list below is as it is now',
+        }
+        return sendPage(reply, await policiesPage(ctx, request, { listError }), 409)
+      }
       return redirect(reply, '/account/trust-policies?done=removed')
     } catch (err) {
       const no = refusal(err, ['invalidResources'])
