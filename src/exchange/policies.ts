@@ -1,3 +1,5 @@
+import { Refusal } from './form.js'
+
 /**
  * An account's trust policies (docs/machines.md): which workload identities may exchange their
  * signed identity token (a JWT from GitHub Actions, GitLab, Kubernetes, a cloud) for a temporary
@@ -172,4 +174,30 @@ export function outsidePolicy(
     }
   }
   return undefined
+}
+
+/**
+ * The first policy (in the account's order) whose audience, subject and claims the verified
+ * claims have; else invalid_grant saying which of them no policy admits.
+ */
+export function admitting(
+  policies: TrustPolicy[],
+  claims: Record<string, unknown>,
+  seen: Record<string, unknown>,
+): [TrustPolicy, number] {
+  const misses = new Set<string>()
+  for (const policy of policies) {
+    const miss = outsidePolicy(policy, claims)
+    if (miss === undefined) return [policy, policies.indexOf(policy)]
+    misses.add(miss)
+  }
+  const what =
+    misses.has('audience') && misses.size === 1
+      ? 'audience'
+      : [...misses].filter((m) => m !== 'audience').join(', ')
+  throw new Refusal(
+    'invalid_grant',
+    `no trust policy for this issuer admits the token's ${what}`,
+    seen,
+  )
 }

@@ -19,7 +19,7 @@ import {
 } from './form.js'
 import { type IssuerKeys, IssuerUnavailable } from './issuer-keys.js'
 import { type DecodedJwt, decodeJwt, signatureHolds, timeRefusal } from './jwt.js'
-import { outsidePolicy, readTrustPolicies, type TrustPolicy } from './policies.js'
+import { admitting, readTrustPolicies, type TrustPolicy } from './policies.js'
 
 export { accessTokenType, grantType, jwtType } from './form.js'
 
@@ -164,7 +164,7 @@ export class ExchangeService {
         body: { error: 'temporarily_unavailable', error_description },
       }
     }
-    const [policy, index] = this.admitting(policies, jwt, seen)
+    const [policy, index] = admitting(policies, jwt.claims, seen)
     const scopes = this.scopesOf(account, policy, asked.scope, seen)
     await this.useOnce(jwt, iss, seen)
     const now = this.deps.now()
@@ -222,29 +222,6 @@ export class ExchangeService {
     if (exp > this.deps.now() / 1000 + maxIdentityLifeSeconds) {
       throw new Refusal('invalid_grant', 'the token lives longer than a day', seen)
     }
-  }
-
-  /** The first policy (in the account's order) whose audience, subject and claims the token has. */
-  private admitting(
-    policies: TrustPolicy[],
-    jwt: DecodedJwt,
-    seen: Record<string, unknown>,
-  ): [TrustPolicy, number] {
-    const misses = new Set<string>()
-    for (const policy of policies) {
-      const miss = outsidePolicy(policy, jwt.claims)
-      if (miss === undefined) return [policy, policies.indexOf(policy)]
-      misses.add(miss)
-    }
-    const what =
-      misses.has('audience') && misses.size === 1
-        ? 'audience'
-        : [...misses].filter((m) => m !== 'audience').join(', ')
-    throw new Refusal(
-      'invalid_grant',
-      `no trust policy for this issuer admits the token's ${what}`,
-      seen,
-    )
   }
 
   /** The policy's scopes, narrowed to those asked (RFC 6749 `scope`, space-separated). */
