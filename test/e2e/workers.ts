@@ -27,6 +27,11 @@ export function connection(server: Started) {
           text += d
         })
         res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }))
+        // A worker killed while it wrote the body: the answer is cut off, never ended.
+        res.on('error', reject)
+        res.on('close', () => {
+          if (!res.complete) reject(new Error('the answer was cut off'))
+        })
       })
       req.on('error', reject)
       if (body instanceof URLSearchParams) {
