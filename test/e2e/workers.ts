@@ -34,6 +34,8 @@ export function connection(server: Started) {
         })
       })
       req.on('error', reject)
+      // An answer that never comes (its worker killed meanwhile) fails after 5 s, not never.
+      req.setTimeout(5_000, () => req.destroy(new Error('no answer within 5 s')))
       if (body instanceof URLSearchParams) {
         req.setHeader('content-type', 'application/x-www-form-urlencoded')
         req.setHeader('origin', new URL(server.url).origin)
