@@ -176,6 +176,9 @@ describe('WORKERS=2 on SQLite', () => {
       if (now !== undefined && now !== victim) break
       await sleep(50)
     }
+    // The primary forks the replacement once it has seen the exit, and from then on hands no
+    // connection to the dead worker.
+    const replacedAt = performance.now()
     await sleep(300)
     stop = true
     const tallies = await Promise.all(loads)
@@ -183,8 +186,13 @@ describe('WORKERS=2 on SQLite', () => {
     expect(after.get(0)).not.toBe(victim)
     expect(after.get(1)).toBe(before.get(1))
     expect(alive(victim)).toBe(false)
-    // At most the one request in flight on each connection to the killed worker failed.
-    expect(tallies.slice(0, 4).every((t) => t.failed <= 1)).toBe(true)
+    // Only requests sent before the primary saw the exit failed: the one in flight on each
+    // connection to the killed worker, and a reconnection the primary handed to it before it
+    // knew (a race of the cluster module's round robin, at most a couple per connection).
+    for (const t of tallies.slice(0, 4)) {
+      expect(t.failed).toBeLessThanOrEqual(3)
+      expect(t.failedAt.filter((at) => at > replacedAt)).toEqual([])
+    }
     expect(tallies.slice(4).map((t) => t.failed)).toEqual([0, 0, 0, 0])
     expect(tallies.map((t) => t.other)).toEqual([0, 0, 0, 0, 0, 0, 0, 0])
     expect(tallies.every((t) => t.ok > 0)).toBe(true)

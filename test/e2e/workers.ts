@@ -122,14 +122,17 @@ export const alive = (pid: number) => {
 
 /** Sends on `c` until `until()`: how many answers were 200 and how many requests failed. */
 export async function keepSending(c: Connection, route: string, until: () => boolean) {
-  const tally = { ok: 0, failed: 0, other: 0 }
+  /** `failedAt`: when each failed request started (performance.now()). */
+  const tally = { ok: 0, failed: 0, other: 0, failedAt: [] as number[] }
   while (!until()) {
+    const started = performance.now()
     try {
       const { status } = await c.send('GET', route)
       if (status === 200) tally.ok++
       else tally.other++
     } catch {
       tally.failed++
+      tally.failedAt.push(started)
     }
   }
   return tally
