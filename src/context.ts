@@ -1,12 +1,11 @@
 import { type Logger, pino } from 'pino'
-import { AccountDirectory } from './accounts/directory.js'
 import { AccountService } from './accounts/service.js'
 import { AdminKeys } from './admin/keys.js'
 import { AuditLog } from './audit/log.js'
 import { prepareDataDir } from './config/data-dir.js'
-import { type Config, ConfigError, systemReason } from './config.js'
+import type { Config } from './config.js'
+import { followChanges, keyFile, leakKeysOf } from './context-start.js'
 import { auditRepo } from './db/audit.js'
-import { postgresChanges, sqliteChanges } from './db/changes.js'
 import type { Db } from './db/database.js'
 import { type OpenDatabase, openDatabase } from './db/open.js'
 import { outboxRepo } from './db/outbox.js'
@@ -18,7 +17,8 @@ import { TokenHygiene, type TokenWarning } from './hygiene/hygiene.js'
 import { backgroundJobs, startJobs } from './jobs.js'
 import { createMailer, type Mailer } from './mail/mailer.js'
 import { mailWarning } from './mail/warnings.js'
-import { changeDelays, Metrics } from './metrics/metrics.js'
+import { Metrics } from './metrics/metrics.js'
+import { registerVerificationLog } from './metrics/verification-log.js'
 import { FactorService } from './people/factors.js'
 import { MemberService } from './people/members.js'
 import { PasskeyService } from './people/passkeys.js'
@@ -30,15 +30,15 @@ import type { RateLimiter } from './ratelimit/limiter.js'
 import { requestsLimit } from './ratelimit/named.js'
 import { ScopeCatalog } from './scopes/catalog.js'
 import { isoTime } from './time.js'
-import { TokenCache } from './tokens/cache.js'
 import { Keyring } from './tokens/keyring.js'
-import { LeakService, readLeakKeys } from './tokens/leaks.js'
+import { LeakService } from './tokens/leaks.js'
 import { TokenService } from './tokens/service.js'
 import { CreditService, creditCarver } from './usage/credits.js'
 import type { Meter } from './usage/meter.js'
 import { meterOf } from './usage/writes.js'
 import { Checkpoint } from './verification/checkpoint.js'
 import { LimitBook } from './verification/limits.js'
+import { type Verifications, verificationsOf } from './verification/verifications.js'
 import { WebhookDispatcher } from './webhooks/dispatcher.js'
 
 /** Every dependency, built once from config. Tests pass overrides instead of patching globals. */
@@ -83,6 +83,8 @@ export interface AppContext {
   metrics: Metrics
   /** Verifications by outcome per account, token and minute; last use (docs/metering.md). */
   usage: Meter
+  /** The verification log: a row per verification (docs/verifications.md). */
+  verifications: Verifications
   /** Credits of tokens and accounts: balances, refills, spending and verifiers' leases. */
   credits: CreditService
   /** The integrations' outbox, followed: what the event stream serves. */
@@ -118,50 +120,6 @@ export interface Overrides {
   primary?: IpcChannel
 }
 
-/** The key file of DATA_DIR; a file that cannot be read or parsed stops start-up in one line. */
-function keyFile(dataDir: string): Keyring {
-  try {
-    return Keyring.fromDataDir(dataDir)
-  } catch (err) {
-    if (err instanceof ConfigError) throw err
-    throw new ConfigError(`the signing key file in ${dataDir} cannot be used: ${systemReason(err)}`)
-  }
-}
-
-/** LEAK_REPORT_KEYS, read at start: a file that cannot be used stops start-up in one line. */
-function leakKeysOf(config: Config): Map<string, string> | undefined {
-  try {
-    return config.leaks.keysFile === undefined ? undefined : readLeakKeys(config.leaks.keysFile)
-  } catch (err) {
-    throw new ConfigError(`LEAK_REPORT_KEYS cannot be used: ${systemReason(err)}`)
-  }
-}
-
-/** The change feed and what it keeps exact: records and accounts cached while it is live. */
-function followChanges(config: Config, db: Db, log: Logger) {
-  const cache = new TokenCache({ enabled: false })
-  const directory = new AccountDirectory(db)
-  directory.setEnabled(false)
-  const { db: at } = config
-  const changes =
-    at.kind === 'postgres' ? postgresChanges(at, log) : sqliteChanges(db, log, at.file)
-  let feedLive = false
-  const delays = changeDelays()
-  changes.listen(
-    (id, writtenAt) => {
-      if (id.startsWith('account:')) directory.invalidate(id.slice('account:'.length))
-      else cache.invalidate(id)
-      if (writtenAt !== undefined) delays.observe((Date.now() - writtenAt) / 1000)
-    },
-    (live) => {
-      feedLive = live
-      cache.setEnabled(live)
-      directory.setEnabled(live)
-    },
-  )
-  return { cache, directory, changes, delays, feedLive: () => feedLive }
-}
-
 /** The services of the context, over an open database and a followed change feed. */
 function buildServices(
   config: Config,
@@ -188,6 +146,8 @@ function buildServices(
     processMetrics: config.metrics !== undefined,
   })
   const usage = meterOf(db, now ?? Date.now, config.usage, { log, figures: metrics, primary })
+  const verifications = verificationsOf(db, config.usage.log, { now: now ?? Date.now, log })
+  registerVerificationLog(metrics.registry, verifications.log)
   const tokens = new TokenService({
     db,
     keyring,
@@ -216,11 +176,18 @@ function buildServices(
     passkeys: new PasskeyService(db, tokens.now),
     leaks: new LeakService(db, tokens, accounts, config.leaks.policy, started.leakKeys),
     rateLimiter,
-    checkpoint: new Checkpoint({ limiter: rateLimiter, usage, book, now: tokens.now }),
+    checkpoint: new Checkpoint({
+      limiter: rateLimiter,
+      usage,
+      book,
+      now: tokens.now,
+      log: verifications.log,
+    }),
     primaryAttempts: primary && new PrimaryAttempts(primary),
     audit: new AuditLog((filter) => auditRepo.list(db, filter)),
     metrics,
     usage,
+    verifications,
     credits: new CreditService({ db, catalog, config, log, now: tokens.now }),
     hygiene: new TokenHygiene({ db, catalog, tokens, log, onWarning }),
     events: new EventFeed(db, log),
@@ -260,6 +227,7 @@ export async function createContext(
     await members.prune()
     await factors.prune()
     await services.exchange.pruneJtis()
+    await services.verifications.prune()
     return removed
   }
   let timers: NodeJS.Timeout[] = []
@@ -279,6 +247,7 @@ export async function createContext(
     adminKeys,
     startBackground() {
       usage.start()
+      services.verifications.start()
       webhooks.start()
       timers = startJobs(log, opened.ready, backgroundJobs(prune, tokens, services.hygiene))
     },
@@ -291,6 +260,7 @@ export async function createContext(
       await services.mailer?.close()
       if (opened.ready() || overrides.primary) await usage.stop().catch(() => {})
       else log.warn('database not ready: the usage counts not yet written are dropped')
+      if (opened.ready()) await services.verifications.stop()
       await followed.changes.close()
       await rateLimiter.close()
       await services.primaryAttempts?.close()

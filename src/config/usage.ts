@@ -8,6 +8,21 @@ export interface UsageConfig {
   flushMs: number
   /** Shares of a credit balance spent (percent, ascending) that send `credits.threshold`. */
   creditThresholds: number[]
+  /** The verification log (docs/verifications.md). */
+  log: {
+    /** VERIFICATION_LOG: every verification, refusals only, or none. */
+    mode: 'all' | 'refused' | 'off'
+    /** VERIFICATION_LOG_RETENTION_DAYS. */
+    retentionDays: number
+    /** VERIFICATION_LOG_BUFFER: rows held unwritten at most; past it rows are dropped. */
+    capacity: number
+  }
+}
+
+function logMode(value: string | undefined): UsageConfig['log']['mode'] {
+  if (value === undefined || value === '') return 'all'
+  if (value === 'all' || value === 'refused' || value === 'off') return value
+  throw new ConfigError(`VERIFICATION_LOG must be all, refused or off, got "${value}"`)
 }
 
 function thresholds(value: string | undefined): number[] {
@@ -30,5 +45,22 @@ export function usageConfig(env: Record<string, string | undefined>): UsageConfi
     retentionDays: { minute, hour, day },
     flushMs: integer('USAGE_FLUSH_SECONDS', env.USAGE_FLUSH_SECONDS, 10, 1, 60) * 1000,
     creditThresholds: thresholds(env.CREDIT_THRESHOLDS),
+    log: {
+      mode: logMode(env.VERIFICATION_LOG),
+      retentionDays: integer(
+        'VERIFICATION_LOG_RETENTION_DAYS',
+        env.VERIFICATION_LOG_RETENTION_DAYS,
+        7,
+        1,
+        3660,
+      ),
+      capacity: integer(
+        'VERIFICATION_LOG_BUFFER',
+        env.VERIFICATION_LOG_BUFFER,
+        100_000,
+        1,
+        10_000_000,
+      ),
+    },
   }
 }

@@ -67,3 +67,25 @@ export interface GoneTokensTable {
   /** The token's `created`: not before its account's, which tells that account from a later one. */
   created: string
 }
+
+/** The verification log (migration 0021): one row per verification (docs/verifications.md). */
+export interface VerificationsTable {
+  at: Count
+  id: string
+  account: string
+  token_id: string
+  source: string
+  outcome: string
+  limit_name: string | null
+  ip: string | null
+  origin: string | null
+  request_id: string | null
+  duration_us: Count | null
+}
+
+/** Rows of the verification log dropped unwritten, per minute (epoch ms) and instance. */
+export interface VerificationDropsTable {
+  minute: Count
+  instance: string
+  dropped: Count
+}

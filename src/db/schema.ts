@@ -22,6 +22,8 @@ import type {
   UsageLimitedTable,
   UsageReportsTable,
   UsageTable,
+  VerificationDropsTable,
+  VerificationsTable,
 } from './schema-usage.js'
 import type {
   WebhookAttemptsTable,
@@ -282,4 +284,6 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable
   webhook_attempts: WebhookAttemptsTable
   exchange_jtis: ExchangeJtisTable
+  verifications: VerificationsTable
+  verification_drops: VerificationDropsTable
 }

@@ -7,6 +7,7 @@ import type { Principal } from '../tokens/principal.js'
 import type { Validation } from '../tokens/validator.js'
 import { outcomeIndex } from '../usage/outcomes.js'
 import { refusal, type Valid } from '../verification/admission.js'
+import { requestFacts } from './facts.js'
 import { handedOver } from './handover.js'
 import { writeLimits } from './limit-headers.js'
 
@@ -137,11 +138,13 @@ function admit(
   const { username } = request.params as { username: string }
   const scope = request.routeOptions.config.scope as string
   const refused = refusal(validation, username, scope, request.ip)
+  const facts = requestFacts(ctx, 'api', request, reply)
   if (refused === 'unauthorized') {
     const valid = validation?.code === 'TokenValid'
     const outcome = valid ? outcomeIndex.ip_not_allowed : undefined
     // Counted against the address, not enforced: the answer is 401 whatever the count.
-    return andThen(ctx.checkpoint.address(validation, request.ip, outcome), (verdict) => {
+    const counted = ctx.checkpoint.address(validation, request.ip, outcome, facts)
+    return andThen(counted, (verdict) => {
       writeLimits(reply, verdict, false)
       throw unauthorized(reply, validation, two)
     })
@@ -150,7 +153,7 @@ function admit(
   const valid = validation as Valid
   const { principal } = valid
   const passed = refused === undefined ? undefined : outcomeIndex.scope_missing
-  return andThen(ctx.checkpoint.admit(valid, passed), (verdict) => {
+  return andThen(ctx.checkpoint.admit(valid, passed, facts), (verdict) => {
     writeLimits(reply, verdict)
     return andThen(ctx.accounts.find(username), (account) => {
       if (account === undefined) throw new ApiError('noSuchUser')

@@ -77,7 +77,7 @@ export type CountedValidation =
 type Row = [Record<string, string>, number]
 
 /** prom-client metrics of one registry whose values are read from plain numbers when scraped. */
-function readers(registry: Registry) {
+export function readers(registry: Registry) {
   const registers = [registry]
   return {
     counter(name: string, help: string, labelNames: string[], read: () => Row[]) {

@@ -1,7 +1,11 @@
 import type { LimitRule, RateLimiter, RateLimitResult } from '../ratelimit/limiter.js'
 import type { Validation } from '../tokens/validator.js'
+import { outcomeOfCode } from '../usage/attribution.js'
 import type { Meter } from '../usage/meter.js'
+import { outcomeIndex } from '../usage/outcomes.js'
 import type { Applied, LimitBook } from './limits.js'
+import { type RequestFacts, rowOf } from './log.js'
+import type { VerificationLog } from './log-writer.js'
 
 /** A valid token's validation. */
 export type Valid = Extract<Validation, { code: 'TokenValid' }>
@@ -35,6 +39,8 @@ export interface CheckpointDeps {
   usage: Meter
   book: LimitBook
   now: () => number
+  /** The verification log: a row per verification whose request's facts are given. */
+  log?: VerificationLog
 }
 
 /**
@@ -57,12 +63,12 @@ export class Checkpoint {
    * A valid token's request, against every limit on it: counted rate_limited when refused, else
    * as `passed` (its code's outcome, valid, unless given: scope_missing).
    */
-  admit(validation: Valid, passed?: number): Verdict | Promise<Verdict> {
+  admit(validation: Valid, passed?: number, facts?: RequestFacts): Verdict | Promise<Verdict> {
     const gate = this.deps.book.gateOf(validation.principal, validation.account)
     const verdict = this.apply(gate.list, gate.requests)
     return verdict instanceof Promise
-      ? verdict.then((v) => this.counted(validation, v, passed))
-      : this.counted(validation, verdict, passed)
+      ? verdict.then((v) => this.counted(validation, v, passed, facts))
+      : this.counted(validation, verdict, passed, facts)
   }
 
   /**
@@ -82,8 +88,12 @@ export class Checkpoint {
     validation: Validation | undefined,
     ip: string | undefined,
     outcome?: number,
+    facts?: RequestFacts,
   ): Verdict | Promise<Verdict> {
-    if (validation !== undefined) this.deps.usage.countValidation(validation, outcome)
+    if (validation !== undefined) {
+      this.deps.usage.countValidation(validation, outcome)
+      if (facts !== undefined) this.logged(validation, outcome, null, facts)
+    }
     const applied = this.deps.book.address(ip)
     return this.apply([applied], applied)
   }
@@ -108,20 +118,45 @@ export class Checkpoint {
   }
 
   /** Counts one verification by its outcome (introspection, which decides it). */
-  count(validation: Validation, outcome?: number): void {
+  count(validation: Validation, outcome?: number, facts?: RequestFacts): void {
     this.deps.usage.countValidation(validation, outcome)
+    if (facts !== undefined) this.logged(validation, outcome, null, facts)
   }
 
   /** Counts one verification refused by the limit `name` (introspection, which decides it). */
-  countLimited(validation: Validation, name: string): void {
+  countLimited(validation: Validation, name: string, facts?: RequestFacts): void {
     this.deps.usage.countLimited(validation, name)
+    if (facts !== undefined) this.logged(validation, outcomeIndex.rate_limited, name, facts)
   }
 
-  private counted(validation: Valid, verdict: Verdict, passed: number | undefined): Verdict {
+  private counted(
+    validation: Valid,
+    verdict: Verdict,
+    passed: number | undefined,
+    facts: RequestFacts | undefined,
+  ): Verdict {
     // Refused: rate_limited, and by the name of the limit that refused (the Usage split).
-    if (verdict.allowed) this.deps.usage.countValidation(validation, passed)
-    else this.deps.usage.countLimited(validation, verdict.applied.rule.name)
+    if (verdict.allowed) {
+      this.deps.usage.countValidation(validation, passed)
+      if (facts !== undefined) this.logged(validation, passed, null, facts)
+    } else {
+      const { name } = verdict.applied.rule
+      this.deps.usage.countLimited(validation, name)
+      if (facts !== undefined) this.logged(validation, outcomeIndex.rate_limited, name, facts)
+    }
     return verdict
+  }
+
+  /** The verification's row, when the log keeps its outcome (its code's unless given). */
+  private logged(
+    validation: Validation,
+    outcome: number | undefined,
+    limit: string | null,
+    facts: RequestFacts,
+  ) {
+    const { log } = this.deps
+    const o = outcome ?? outcomeOfCode[validation.code]
+    if (log?.keeps(o)) log.add(rowOf(validation, o, limit, facts, this.deps.now()))
   }
 
   private apply(list: readonly Applied[], requests: Applied): Verdict | Promise<Verdict> {

@@ -16,6 +16,7 @@ import {
 } from './checkpoint.js'
 import { peekLimits } from './leases.js'
 import type { Gate } from './limits.js'
+import type { RequestFacts } from './log.js'
 
 /** One limit in an answer: what is left of its window, and when the window ends (epoch ms). */
 export interface LimitShown {
@@ -76,13 +77,16 @@ export async function introspect(
   deps: IntrospectionDeps,
   ask: IntrospectionAsk,
   actor: Actor,
+  facts?: RequestFacts,
 ): Promise<IntrospectionAnswer> {
   const validation = await deps.tokens.validate(ask.token)
   deps.metrics.validated(validation)
   const answer = await decide(deps, validation, ask, actor)
   if (ask.count !== false) {
-    if (answer.ratelimit !== undefined) deps.checkpoint.countLimited(validation, answer.ratelimit)
-    else deps.checkpoint.count(validation, outcomeOf(answer))
+    const { checkpoint } = deps
+    if (answer.ratelimit !== undefined) {
+      checkpoint.countLimited(validation, answer.ratelimit, facts)
+    } else checkpoint.count(validation, outcomeOf(answer), facts)
   }
   return answer
 }

@@ -3,7 +3,9 @@ import { fail } from '../errors.js'
 import { parseTimestamp } from '../time.js'
 import type { Returned } from '../usage/credits-leases.js'
 import type { LimitedBy, Meter, UsageRow } from '../usage/meter.js'
-import { type OutcomeCounts, outcomes } from '../usage/outcomes.js'
+import { type Outcome, type OutcomeCounts, outcomeIndex, outcomes } from '../usage/outcomes.js'
+import type { VerificationRow } from './log.js'
+import type { VerificationLog } from './log-writer.js'
 
 /** A verifier's batch as `POST /admin/v1/usage/reports` takes it (its schema checked). */
 export interface VerifierReport {
@@ -18,6 +20,21 @@ export interface VerifierReport {
     rate_limited_by?: LimitedBy
   }[]
   returned?: readonly Returned[]
+  /** Refused decisions, one row each for the verification log (bounded by the schema). */
+  refused?: readonly RefusedRow[]
+}
+
+/** A verifier's refused decision as a report carries it. */
+export interface RefusedRow {
+  at: string
+  account: string
+  token: string
+  outcome: Exclude<Outcome, 'valid'>
+  limit?: string
+  ip?: string
+  origin?: string
+  request_id?: string
+  duration_us?: number
 }
 
 /** What recording a batch reads and writes: the application's context has it all. */
@@ -25,6 +42,7 @@ export interface ReportDeps {
   usage: Pick<Meter, 'record'>
   credits: { returnLeases(trx: Db, returned: readonly Returned[]): Promise<unknown> }
   tokens: { now(): number; owns(account: string, id: string): Promise<boolean> }
+  verifications?: { log: VerificationLog }
   config: { usage: { retentionDays: { day: number } } }
 }
 
@@ -64,7 +82,52 @@ export async function recordReport(
         }
   // A reporter name is the key's own: another key cannot take a batch id before it.
   const report = { reporter: reporterOf(keyId, body.reporter), batch: body.batch }
-  return deps.usage.record(rows, report, within)
+  const refused = await refusedRows(deps, body.refused ?? [])
+  const counted = await deps.usage.record(rows, report, within)
+  // Once with its batch: a batch sent again (its answer lost) adds no rows.
+  const log = deps.verifications?.log
+  if (counted && log !== undefined) for (const row of refused) log.add(row)
+  return counted
+}
+
+/**
+ * A report's refused rows for the log (when it keeps them), checked as its counts are: each
+ * `at` within [the day retention ago, 5 minutes ahead], else 422; a revoked or expired row
+ * names its account only when the token is that account's (see `attributed`).
+ */
+async function refusedRows(deps: ReportDeps, rows: readonly RefusedRow[]) {
+  const log = deps.verifications?.log
+  const now = deps.tokens.now()
+  const earliest = now - deps.config.usage.retentionDays.day * 86_400_000
+  const out: VerificationRow[] = []
+  const owned = new Map<string, boolean>()
+  for (const r of rows) {
+    const at = minuteOf(r.at)
+    if (at > now + 5 * 60_000) fail('invalidResources', 'a refusal is more than 5 minutes ahead')
+    if (at < earliest) fail('invalidResources', 'a refusal is older than the days kept')
+    if (log === undefined || !log.keeps(outcomeIndex[r.outcome])) continue
+    let { account, token } = r
+    if (account !== '' && token !== '' && (r.outcome === 'revoked' || r.outcome === 'expired')) {
+      const key = `${account} ${token}`
+      const owns = owned.get(key) ?? (await deps.tokens.owns(account, token))
+      owned.set(key, owns)
+      if (!owns) [account, token] = ['', '']
+    }
+    if (r.outcome === 'malformed' || r.outcome === 'invalid') [account, token] = ['', '']
+    out.push({
+      at,
+      account,
+      tokenId: token,
+      source: 'verifier',
+      outcome: r.outcome,
+      limit: r.outcome === 'rate_limited' ? (r.limit ?? null) : null,
+      ip: r.ip ?? null,
+      origin: r.origin ?? null,
+      requestId: r.request_id ?? null,
+      durationUs: r.duration_us ?? null,
+    })
+  }
+  return out
 }
 
 /** `YYYY-MM-DD` (midnight UTC) or an RFC 3339 timestamp, in epoch ms; else 422. */

@@ -19,6 +19,7 @@ import * as invitationMailsIndex from './0017-invitation-mails-index.js'
 import * as namedRatelimits from './0018-named-ratelimits.js'
 import * as usageLimited from './0019-usage-limited.js'
 import * as childTokens from './0020-child-tokens.js'
+import * as verificationLog from './0021-verification-log.js'
 
 /** Registered explicitly (no globbing) so that they survive bundling. Append only. */
 const migrations: Record<string, Migration> = {
@@ -42,6 +43,7 @@ const migrations: Record<string, Migration> = {
   '0018-named-ratelimits': namedRatelimits,
   '0019-usage-limited': usageLimited,
   '0020-child-tokens': childTokens,
+  '0021-verification-log': verificationLog,
 }
 
 export const migrationProvider: MigrationProvider = {

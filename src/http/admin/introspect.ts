@@ -2,6 +2,7 @@ import type { Static } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { AppContext } from '../../context.js'
 import { introspect } from '../../verification/introspection.js'
+import { requestFacts } from '../facts.js'
 import { forVerifier, operator, tags } from './common.js'
 import { IntrospectBody, Introspection } from './introspect-schemas.js'
 import { adminErrors, operatorKey } from './schemas.js'
@@ -84,8 +85,13 @@ export function introspectRoutes(app: FastifyInstance, ctx: AppContext): void {
           response: { 200: Introspection, ...adminErrors(422) },
         },
       },
-      async (request) =>
-        introspect(ctx, request.body as Static<typeof IntrospectBody>, operator(request)),
+      async (request, reply) => {
+        const ask = request.body as Static<typeof IntrospectBody>
+        // The row's client is the one the caller names (its own client's), not the caller.
+        const f = requestFacts(ctx, 'introspection', request, reply)
+        const facts = f && { ...f, ip: ask.ip, headers: {} }
+        return introspect(ctx, ask, operator(request), facts)
+      },
     )
   })
 }

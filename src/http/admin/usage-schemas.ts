@@ -12,6 +12,11 @@ const name = '^[A-Za-z0-9._:-]{1,64}$'
 /** A count of a batch; the sum of one outcome of one (account, token, minute) in a batch is
  * bounded the same, so that no flush of them overflows a bigint. */
 const countMax = batchCountMax
+/** An address as a verifier saw it (IPv4, IPv6), and a host of an Origin. */
+const ipish = '^[0-9A-Fa-f.:]+$'
+const hostish = '^[A-Za-z0-9.:[\\]_-]+$'
+/** Refused rows in one report: a verifier sends the rest as counts only. */
+export const maxRefusedRows = 1000
 /** Credits a returned lease gives back. */
 const leaseMax = 1_000_000_000_000
 
@@ -102,6 +107,25 @@ export const UsageByToken = Type.Object({
   ),
 })
 
+/** A verifier's refused decision, a row of the verification log (docs/verifications.md). */
+const RefusedRow = Type.Object(
+  {
+    at: Time('When it was decided (ISO 8601), at most 5 minutes ahead'),
+    account: Type.String({ ...resources, pattern: usernameOrNone }),
+    token: Type.String({ ...resources, pattern: tokenOrNone }),
+    outcome: Type.Union(
+      outcomes.filter((o) => o !== 'valid').map((o) => Type.Literal(o)),
+      resources,
+    ),
+    limit: Type.Optional(Type.String({ ...resources, pattern: limitNamePattern.source })),
+    ip: Type.Optional(Type.String({ ...resources, minLength: 2, maxLength: 64, pattern: ipish })),
+    origin: Type.Optional(Type.String({ ...resources, maxLength: 255, pattern: hostish })),
+    request_id: Type.Optional(Type.String({ ...resources, pattern: name })),
+    duration_us: Type.Optional(Type.Integer({ minimum: 0, maximum: 3_600_000_000 })),
+  },
+  { additionalProperties: false, ...resources },
+)
+
 export const UsageReport = Type.Object(
   {
     reporter: Type.String({ ...resources, pattern: name, description: 'The verifier' }),
@@ -132,6 +156,13 @@ export const UsageReport = Type.Object(
         ),
         { maxItems: 10_000, ...resources },
       ),
+    ),
+    refused: Type.Optional(
+      Type.Array(RefusedRow, {
+        maxItems: maxRefusedRows,
+        ...resources,
+        description: 'Refused decisions, one row each, for the verification log',
+      }),
     ),
   },
   { additionalProperties: false, ...resources },

@@ -5,6 +5,7 @@ import { isoTime } from '../../time.js'
 import type { ParsedToken } from '../../tokens/codec.js'
 import type { Validation } from '../../tokens/validator.js'
 import type { Valid, Verdict } from '../../verification/checkpoint.js'
+import type { RequestFacts } from '../../verification/log.js'
 import { type HeaderSink, writeLimits } from '../limit-headers.js'
 import { jsonType } from './base.js'
 
@@ -43,9 +44,14 @@ function buildBody(parsed: ParsedToken) {
  * Retrieve's answer to a valid token: its limits (their headers go to `sink`), then its body.
  * Shared by the route and the fast path; counted by the checkpoint (valid, or rate_limited).
  */
-export function answerValid(ctx: AppContext, validation: Valid, sink: HeaderSink) {
+export function answerValid(
+  ctx: AppContext,
+  validation: Valid,
+  sink: HeaderSink,
+  facts?: RequestFacts,
+) {
   ctx.metrics.validated(validation)
-  const verdict = ctx.checkpoint.admit(validation)
+  const verdict = ctx.checkpoint.admit(validation, undefined, facts)
   if (!(verdict instanceof Promise)) return validBody(validation, sink, verdict)
   return verdict.then((v) => validBody(validation, sink, v))
 }
@@ -67,9 +73,10 @@ export function answerInvalid(
   ip: string | undefined,
   sink: HeaderSink,
   noToken?: string,
+  facts?: RequestFacts,
 ) {
   if (validation !== undefined) ctx.metrics.validated(validation)
-  return andThen(ctx.checkpoint.address(validation, ip), (verdict) => {
+  return andThen(ctx.checkpoint.address(validation, ip, undefined, facts), (verdict) => {
     writeLimits(sink, verdict)
     if (validation === undefined) throw new ApiError('accessTokenRequired', noToken)
     sink.header('content-type', jsonType)
@@ -88,7 +95,8 @@ export const answerRetrieve = (
   ip: string | undefined,
   sink: HeaderSink,
   noToken?: string,
+  facts?: RequestFacts,
 ) =>
   validation?.code === 'TokenValid'
-    ? answerValid(ctx, validation, sink)
-    : answerInvalid(ctx, validation, ip, sink, noToken)
+    ? answerValid(ctx, validation, sink, facts)
+    : answerInvalid(ctx, validation, ip, sink, noToken, facts)

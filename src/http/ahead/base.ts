@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks'
 import type { FastifyBaseLogger } from 'fastify'
 import type { AppContext } from '../../context.js'
 import type { ApiError } from '../../errors.js'
+import type { RequestFacts, Source } from '../../verification/log.js'
 import type { HeaderSink } from '../limit-headers.js'
 import { limits } from '../limits.js'
 
@@ -87,11 +88,24 @@ export function fastPathBase(o: FastPathOptions) {
   const requests = o.ctx.config.metrics === undefined ? undefined : o.ctx.metrics.requests
   // With a proxy in front, the logged address is the client's from X-Forwarded-For: Fastify's.
   const logs = o.requestLog !== undefined && !o.trustProxy ? o.requestLog : undefined
-  const timed = requests !== undefined || logs !== undefined
+  // The verification log takes each request's time to its decision (verification/log.ts).
+  const logging = o.ctx.verifications.log.mode !== 'off'
+  const timed = requests !== undefined || logs !== undefined || logging
   return {
     /** Requests are logged, and only Fastify can log them (behind a proxy). */
     fastifyLogs: o.requestLog !== undefined && logs === undefined,
     timed,
+    /** What the verification log takes of a request, when it keeps rows. */
+    facts(
+      req: IncomingMessage,
+      source: Source,
+      ip: string | undefined,
+      requestId: () => string,
+      started: number,
+    ): RequestFacts | undefined {
+      if (!logging) return undefined
+      return { source, ip, headers: req.headers, requestId, started }
+    },
     /**
      * From here on the request is counted, so it is answered here whatever happens: its log's
      * first line now, its metrics and last line once the answer is out.

@@ -138,7 +138,8 @@ function atBodyEnd(ctx: AppContext, base: FastPathBase) {
     ctx.metrics.validated(validation)
     const create = async () => {
       // Limited and counted as the guard does: rate_limited, or valid.
-      writeLimits(headers, await ctx.checkpoint.admit(validation))
+      const facts = base.facts(req, 'api', ip, requestId, start)
+      writeLimits(headers, await ctx.checkpoint.admit(validation, undefined, facts))
       const account = await ctx.accounts.find(username)
       if (account === undefined) throw new ApiError('noSuchUser')
       const actor = principalActor(principal, ip, requestId())

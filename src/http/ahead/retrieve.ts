@@ -34,9 +34,11 @@ export function retrieveFastPath(o: FastPathOptions): FastPath {
     // Read now, a request without a body leaves Node nothing to drain after the answer (seven
     // process.nextTick calls); it then never emits 'end' or 'close', which nothing here awaits.
     if (bodiless(req)) req.read()
-    const { headers, send, fail } = base.answering(req, res, 'GET', '/tokens/v2', start)
+    const { requestId, headers, send, fail } = base.answering(req, res, 'GET', '/tokens/v2', start)
+    const ip = req.socket.remoteAddress
+    const facts = base.facts(req, 'retrieve', ip, requestId, start)
     try {
-      const body = answerRetrieve(ctx, validation, req.socket.remoteAddress, headers)
+      const body = answerRetrieve(ctx, validation, ip, headers, undefined, facts)
       if (body instanceof Promise) {
         body.then((b) => send(200, b), fail).catch(() => res.destroy())
       } else send(200, body)

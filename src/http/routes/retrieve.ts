@@ -3,6 +3,7 @@ import type { AppContext } from '../../context.js'
 import type { Validation as Checked } from '../../tokens/validator.js'
 import { answerRetrieve } from '../ahead/answers.js'
 import { tokenApi } from '../documented.js'
+import { requestFacts } from '../facts.js'
 import { andThen, presentedToken, twoTokens, twoTokensDetails } from '../guard.js'
 import { handedOver } from '../handover.js'
 import { AccessTokenQuery, errorResponses, Validation } from '../schemas.js'
@@ -26,7 +27,9 @@ export function retrieveRoute(app: FastifyInstance, ctx: AppContext) {
         const why = token === twoTokens ? twoTokensDetails : undefined
         return answerRetrieve(ctx, undefined, request.ip, reply, why)
       }
-      const answer = (validation: Checked) => answerRetrieve(ctx, validation, request.ip, reply)
+      const facts = requestFacts(ctx, 'retrieve', request, reply)
+      const answer = (validation: Checked) =>
+        answerRetrieve(ctx, validation, request.ip, reply, undefined, facts)
       return andThen(handedOver(request.raw) ?? ctx.tokens.validate(token), answer)
     },
   )
