@@ -283,6 +283,11 @@ async function main() {
         }),
       )
     if (only === 'verifier') return await verifierScenario()
+    const logScenario = async () => {
+      const { benchLog } = await import('./log-cost.js')
+      await benchLog({ root, start, serviceEnv, save, seconds, rounds, connections })
+    }
+    if (only === 'log') return await logScenario()
 
     for (const t of targets) {
       t.scenarios = scenariosOf(t)
@@ -370,6 +375,7 @@ async function main() {
       })
     }
     await verifierScenario()
+    if (only === undefined) await logScenario()
   } finally {
     floor?.child.kill('SIGTERM')
     rawFloor?.child.kill('SIGTERM')

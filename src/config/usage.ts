@@ -20,7 +20,7 @@ export interface UsageConfig {
 }
 
 function logMode(value: string | undefined): UsageConfig['log']['mode'] {
-  if (value === undefined || value === '') return 'all'
+  if (value === undefined || value === '') return 'refused'
   if (value === 'all' || value === 'refused' || value === 'off') return value
   throw new ConfigError(`VERIFICATION_LOG must be all, refused or off, got "${value}"`)
 }

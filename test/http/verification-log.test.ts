@@ -57,7 +57,7 @@ const row = (fields: Partial<Awaited<ReturnType<typeof rows>>[number]>) => ({
 
 describe('one row per verification, from every source', () => {
   it('retrieve, ahead of Fastify and through it: its outcome, account, client and origin', async () => {
-    const s = await serving({ ...adminEnv })
+    const s = await serving({ ...adminEnv, VERIFICATION_LOG: 'all' })
     const { h } = s
     const pk = h.alice.defaultToken
     const alice = h.alice.username
@@ -102,7 +102,7 @@ describe('one row per verification, from every source', () => {
   })
 
   it('the token API: valid, scope_missing, another account, rate_limited by its name', async () => {
-    own = await harness({ RATE_LIMIT_PER_MINUTE: '3' })
+    own = await harness({ RATE_LIMIT_PER_MINUTE: '3', VERIFICATION_LOG: 'all' })
     const h = own
     const alice = h.alice.username
     const sk = await h.token(alice, all)
@@ -127,7 +127,7 @@ describe('one row per verification, from every source', () => {
   })
 
   it('introspection: the client the caller names; none when it does not count', async () => {
-    own = await harness({ ...adminEnv })
+    own = await harness({ ...adminEnv, VERIFICATION_LOG: 'all' })
     const h = own
     const pk = h.alice.defaultToken
     const ask = (body: object) => admin(h.app, 'POST', '/introspect', body)
@@ -228,12 +228,13 @@ describe('one row per verification, from every source', () => {
 })
 
 describe('VERIFICATION_LOG and the buffer', () => {
-  it('refused keeps refusals only; off keeps none', async () => {
+  it('refused (the default) keeps refusals only; off keeps none', async () => {
     for (const [mode, expected] of [
+      [undefined, ['invalid']],
       ['refused', ['invalid']],
       ['off', []],
     ] as const) {
-      const h = await harness({ VERIFICATION_LOG: mode })
+      const h = await harness(mode === undefined ? {} : { VERIFICATION_LOG: mode })
       const pk = h.alice.defaultToken.token as string
       await h.app.inject({ method: 'GET', url: `/tokens/v2?access_token=${pk}` })
       await h.app.inject({ method: 'GET', url: `/tokens/v2?access_token=${tampered(pk)}` })
@@ -243,7 +244,11 @@ describe('VERIFICATION_LOG and the buffer', () => {
   })
 
   it('drops rows past the bound, never the request, and counts each one', async () => {
-    own = await harness({ VERIFICATION_LOG_BUFFER: '3', METRICS_PORT: '0' })
+    own = await harness({
+      VERIFICATION_LOG: 'all',
+      VERIFICATION_LOG_BUFFER: '3',
+      METRICS_PORT: '0',
+    })
     const h = own
     const pk = h.alice.defaultToken.token
     for (let i = 0; i < 5; i++) {
@@ -265,7 +270,7 @@ describe('VERIFICATION_LOG and the buffer', () => {
 
 describe('retention', () => {
   it('removes what is older than VERIFICATION_LOG_RETENTION_DAYS, whole days on PostgreSQL', async () => {
-    own = await harness({ VERIFICATION_LOG_RETENTION_DAYS: '2' })
+    own = await harness({ VERIFICATION_LOG: 'all', VERIFICATION_LOG_RETENTION_DAYS: '2' })
     const h = own
     const day = 86_400_000
     const pk = h.alice.defaultToken.token

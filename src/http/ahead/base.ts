@@ -90,7 +90,9 @@ export function fastPathBase(o: FastPathOptions) {
   const logs = o.requestLog !== undefined && !o.trustProxy ? o.requestLog : undefined
   // The verification log takes each request's time to its decision (verification/log.ts).
   const logging = o.ctx.verifications.log.mode !== 'off'
-  const timed = requests !== undefined || logs !== undefined || logging
+  // Counted and logged once the answer is out (a listener a request): metrics or request logs.
+  const observed = requests !== undefined || logs !== undefined
+  const timed = observed || logging
   return {
     /** Requests are logged, and only Fastify can log them (behind a proxy). */
     fastifyLogs: o.requestLog !== undefined && logs === undefined,
@@ -130,7 +132,7 @@ export function fastPathBase(o: FastPathOptions) {
         res.writeHead(status, headers.list)
         res.end(body)
         // As Fastify: counted and logged once the answer is out, never for a connection lost.
-        if (timed) {
+        if (observed) {
           res.once('finish', () => {
             const elapsed = performance.now() - start
             requests?.observe(method, route, status, elapsed)
