@@ -53,6 +53,11 @@ const usage = `usage: tessera <command>
                                               secret)
   audit [<username>] [--action a,b] [--since T] [--until T] [--limit N] [--start ID]
                                               audit events, newest first (limit 1-100)
+  verifications <username> [--token ID] [--outcome a,b] [--source a,b] [--since T] [--until T]
+                [--limit N]                   the account's verification log, newest first
+                                              (limit 1-100); T: a date, an ISO 8601 timestamp
+                                              or, for --since, a duration back (15m, 2h, 7d);
+                                              by default the last 24 hours
   webhook add <url> [--events a,b]            register a webhook endpoint; prints its secret once
   webhook list                                every webhook endpoint (never its secret)
   webhook remove <id>                         stop delivering to it

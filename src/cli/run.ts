@@ -14,6 +14,7 @@ import { rotateKeys } from './keys.js'
 import { memberCommand } from './members.js'
 import { policyCommand } from './policy.js'
 import { ratelimitsCommand } from './ratelimits.js'
+import { verificationsCommand } from './verifications.js'
 import { webhookCommand } from './webhooks.js'
 import type { Args, Command } from './words.js'
 
@@ -28,6 +29,7 @@ const groups = new Map<string, Group>([
   ['credits', creditsCommand],
   ['policy', policyCommand],
   ['ratelimits', ratelimitsCommand],
+  ['verifications', verificationsCommand],
 ])
 
 async function withContext<T>(config: Config, use: (ctx: AppContext) => Promise<T>) {

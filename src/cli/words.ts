@@ -10,6 +10,8 @@ export const options = {
   'allowed-url': { type: 'string', multiple: true },
   'expires-at': { type: 'string' },
   action: { type: 'string' },
+  outcome: { type: 'string' },
+  source: { type: 'string' },
   events: { type: 'string' },
   since: { type: 'string' },
   until: { type: 'string' },
@@ -44,6 +46,9 @@ export interface Args {
     'allowed-url'?: string[]
     'expires-at'?: string
     action?: string
+    /** `verifications`: comma-separated outcomes and sources. */
+    outcome?: string
+    source?: string
     events?: string
     since?: string
     until?: string
@@ -147,6 +152,16 @@ export const commands: Command[] = [
     'until',
     'limit',
     'start',
+  ),
+  command(
+    'verifications',
+    ' <username> [--token ID] [--outcome a,b] [--source a,b] [--since T] [--until T] [--limit N]',
+    'token',
+    'outcome',
+    'source',
+    'since',
+    'until',
+    'limit',
   ),
   command('webhook add', ' <url> [--events a,b]', 'events'),
   command('webhook list', ''),

@@ -67,6 +67,12 @@ export const responseHeaders = {
     description: 'The next page, when there is one: `<absolute URL>; rel="next"`',
     schema: text,
   },
+  'Verification-Log-Dropped': {
+    description:
+      'Rows of the verification log (of every account) dropped unwritten in the range asked ' +
+      'for, when there were any: the list may lack some',
+    schema: integer,
+  },
   'WWW-Authenticate': {
     description:
       'The bearer challenge (RFC 6750): `Bearer realm="tokens"` (the token API) or ' +

@@ -134,6 +134,7 @@ function headersOf(op: Operation, status: string) {
   if (status === '401' && op.schema.security !== undefined) names.push('WWW-Authenticate')
   const query = (op.schema.querystring as TObject | undefined)?.properties ?? {}
   if (status === '200' && op.method === 'get' && 'start' in query) names.push('Link')
+  if (status === '200' && op.path.endsWith('/verifications')) names.push('Verification-Log-Dropped')
   if (names.length === 0) return {}
   const refs = names.map((name) => [name, { $ref: `#/components/headers/${name}` }])
   return { headers: Object.fromEntries(refs) }

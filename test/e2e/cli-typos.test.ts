@@ -8,7 +8,7 @@ const dir = dataDir('cli-typos')
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 const commands =
-  'serve, account, token, credits, policy, ratelimits, member, keys, admin-key, audit, webhook and migrate'
+  'serve, account, token, credits, policy, ratelimits, member, keys, admin-key, audit, verifications, webhook and migrate'
 
 const cases: [string[], string][] = [
   [

@@ -547,6 +547,7 @@ describe('the OpenAPI document', () => {
       '/admin/v1/accounts/{username}/trust-policies',
       '/admin/v1/accounts/{username}/usage',
       '/admin/v1/accounts/{username}/usage/tokens',
+      '/admin/v1/accounts/{username}/verifications',
       '/admin/v1/audit',
       '/admin/v1/credits/leases',
       '/admin/v1/events',
@@ -569,7 +570,7 @@ describe('the OpenAPI document', () => {
         name: `${method} ${p}`,
       })),
     )
-    expect(operations).toHaveLength(54)
+    expect(operations).toHaveLength(55)
     // Each names the operator scope it needs (the verifier's six; every other, admin).
     const verifier = [
       'get /admin/v1/events',

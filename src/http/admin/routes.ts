@@ -23,6 +23,7 @@ import { tokenPolicyRoutes } from './token-policy.js'
 import { accountTokenRoutes } from './tokens.js'
 import { trustPolicyRoutes } from './trust-policies.js'
 import { usageRoutes } from './usage.js'
+import { verificationRoutes } from './verifications.js'
 import { webhookRoutes } from './webhooks.js'
 
 /** What the OpenAPI document says of the admin API as a whole. */
@@ -127,6 +128,7 @@ export function adminRoutes(app: FastifyInstance, ctx: AppContext): void {
       memberRoutes(admin, ctx)
       leakAdminRoutes(admin, ctx)
       usageRoutes(admin, ctx)
+      verificationRoutes(admin, ctx)
       creditsRoutes(admin, ctx)
       tokenPolicyRoutes(admin, ctx)
       trustPolicyRoutes(admin, ctx)
