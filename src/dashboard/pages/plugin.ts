@@ -29,6 +29,7 @@ import { hygienePages } from './hygiene.js'
 import { memberPages } from './members.js'
 import { passkeyPages } from './passkeys.js'
 import { portalPages } from './portal.js'
+import { requestsPages } from './requests.js'
 import { signInPages } from './sign-in.js'
 import { ssoPages } from './sso.js'
 import { temporaryPages } from './temporary.js'
@@ -114,6 +115,7 @@ export async function dashboard(app: FastifyInstance, { ctx }: { ctx: AppContext
   tokenPages(app, deps)
   tokenRollPages(app, deps)
   usagePages(app, deps)
+  requestsPages(app, deps)
   temporaryPages(app, deps)
   accountPages(app, deps)
   trustPolicyPages(app, deps)

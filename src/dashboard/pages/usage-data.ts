@@ -58,6 +58,20 @@ export async function bucketsOf(
   return fill(period, found.series)
 }
 
+/**
+ * p50 and p99 of the request log's durations per bucket of the period (the outcome chart's
+ * buckets), none before the account was created.
+ */
+export function latencyOf(ctx: AppContext, account: AccountRecord, period: Period) {
+  const { from, to, resolution } = rangeOf(period)
+  return ctx.verifications.latency({
+    account: account.username,
+    from: Math.max(from, Date.parse(account.created)),
+    to,
+    bucketMs: resolution === 'day' ? 86_400_000 : 3_600_000,
+  })
+}
+
 /** The token of each id as it is now; a deleted one is simply absent. */
 async function tokensNamed(ctx: AppContext, account: AccountRecord, ids: readonly string[]) {
   const found = await Promise.all(

@@ -12,6 +12,7 @@ import {
   type CreditChange,
   creditForm,
   isFormError,
+  latencyOf,
   noSuchPeriod,
   periodAsked,
   readCredits,
@@ -26,12 +27,15 @@ const owners = { config: { role: 'owner' as const } }
  */
 async function usagePage(ctx: AppContext, request: FastifyRequest, period: Period) {
   const { account, signedIn } = holderOf(request)
-  const [buckets, top, credits] = await Promise.all([
+  const [buckets, top, credits, latency] = await Promise.all([
     bucketsOf(ctx, account, period),
     topTokensOf(ctx, account, period),
     ctx.credits.get({ account: account.username }),
+    latencyOf(ctx, account, period),
   ])
-  return usagePageView({ signedIn, period, buckets, ...top, credits })
+  const { mode, retentionDays } = ctx.config.usage.log
+  const latencyShown = { buckets: latency, mode, retentionDays }
+  return usagePageView({ signedIn, period, buckets, ...top, credits, latency: latencyShown })
 }
 
 /** The Usage page, its CSV download, and each token's credits (owners). */

@@ -20,7 +20,7 @@ export interface Frame {
   /** Scripts of this page besides app.js, in order (passkeys). */
   scripts?: string[]
   /** The navigation entry of this page. */
-  section?: 'tokens' | 'usage' | 'scopes' | 'activity' | 'members' | 'settings'
+  section?: 'tokens' | 'usage' | 'requests' | 'scopes' | 'activity' | 'members' | 'settings'
 }
 
 export type SignedIn = NonNullable<Frame['signedIn']>
@@ -32,6 +32,7 @@ const nav = (frame: Frame) => {
   if (user === undefined) return ''
   return html`<nav aria-label="Main">
       ${link('/account', 'Access tokens', 'tokens')} ${link('/account/usage', 'Usage', 'usage')}
+      ${link('/account/requests', 'Requests', 'requests')}
       ${link('/account/scopes', 'Scopes', 'scopes')}
       ${link('/account/activity', 'Activity', 'activity')} ${link('/account/members', 'Members', 'members')}
       ${link('/account/settings', 'Settings', 'settings')}

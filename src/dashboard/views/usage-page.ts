@@ -2,6 +2,7 @@ import { outcomes } from '../../usage/outcomes.js'
 import { outcomeNames, periodLinks, usageChart } from './chart.js'
 import { accountCreditsCard, type CreditsShown } from './credits.js'
 import { html } from './html.js'
+import { type LatencyShown, latencyChart } from './latency.js'
 import { layout, type SignedIn } from './layout.js'
 import { type Bucket, type Period, sum } from './periods.js'
 import { count } from './usage.js'
@@ -70,6 +71,16 @@ export function rankTokens(tokens: readonly TokenUse[]) {
   return { used: byTotal.slice(0, topTokens), refused: byRefused.slice(0, topTokens) }
 }
 
+/** Latency beside the outcome chart, over the same period and buckets. */
+const latencyCard = (period: Period, latency: LatencyShown) =>
+  html`<section aria-labelledby="latency-heading" class="card">
+  <div class="card-head">
+    <h2 id="latency-heading">Latency</h2>
+  </div>
+  ${latencyChart({ period, ...latency })}
+  <p class="actions download"><a href="/account/requests">See each request</a></p>
+</section>`
+
 /** The Usage page: the account's verifications by outcome, its busiest tokens, its credits. */
 export function usagePageView(v: {
   signedIn: SignedIn
@@ -81,11 +92,14 @@ export function usagePageView(v: {
   limited?: readonly LimitedUse[]
   /** The account's credits: shown to every member, changed by the operator only. */
   credits: CreditsShown | undefined
+  /** p50 and p99 per bucket of the period, from the request log (none: no card). */
+  latency?: LatencyShown
 }) {
   const csv = `/account/usage.csv?period=${v.period.name}`
   return layout(
     { title: 'Usage', signedIn: v.signedIn, section: 'usage' },
     html`<p class="lead">Every verification of your tokens, wherever it happened (the API, introspection, the verifier in your own services), counted by outcome. Times are UTC; counts appear within a minute or two.</p>
+<div class="charts">
 <section aria-labelledby="verifications-heading" class="card">
   <div class="card-head">
     <h2 id="verifications-heading">Verifications</h2>
@@ -94,6 +108,8 @@ export function usagePageView(v: {
   ${usageChart(v.period, v.buckets)}
   <p class="actions download"><a href="${csv}" download>Download CSV</a></p>
 </section>
+${v.latency === undefined ? '' : latencyCard(v.period, v.latency)}
+</div>
 <div class="columns">
 <section aria-labelledby="used-heading" class="card">
   <h2 id="used-heading">Most used tokens</h2>
