@@ -41,6 +41,19 @@ export const unavailable: Entry = Object.freeze({
   limits: undefined,
 })
 
+/**
+ * A cached entry past its time: a tk past its exp becomes TokenExpired (true: kept, it answers
+ * that without asking); anything else is to be dropped, and asked again.
+ */
+export function keptPastExpiry(entry: Entry, now: number, negativeTtlMs: number): boolean {
+  const answer = entry.answer
+  if (!answer.valid || answer.usage !== 'tk' || answer.exp === undefined) return false
+  if (answer.exp * 1000 > now) return false
+  entry.answer = refusals.TokenExpired
+  entry.expiresAt = now + Math.max(negativeTtlMs, 60_000)
+  return true
+}
+
 /** The checks of one request against a cached answer: IP ranges, allowed URLs, then scopes. */
 export function check(entry: Entry, options: VerifyOptions | undefined): Verification {
   const answer = entry.answer

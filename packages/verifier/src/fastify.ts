@@ -74,6 +74,7 @@ export const verifierPlugin: FastifyPluginCallback<VerifierPluginOptions> = (
       cost: config?.cost ?? options.cost ?? 1,
       origin: headerValue(request.headers.origin),
       referer: headerValue(request.headers.referer),
+      requestId: headerValue(request.headers['x-request-id']),
       // Fastify's own `trustProxy` decides request.ip; clientIp overrides it.
       ip: options.clientIp === undefined ? request.ip : options.clientIp(request),
     }

@@ -15,8 +15,10 @@ export {
   verifierMiddleware,
 } from './middleware.js'
 export { type Outcome, outcomes } from './outcomes.js'
+export type { RefusedRow } from './refused-log.js'
 export type { ReturnedLease } from './reporter.js'
 export { type SseEvent, SseParser } from './sse.js'
+export type { OtelApi, OtelSpanOptions, OtelTracer } from './tracing.js'
 export { TesseraUnreachableError } from './transport.js'
 export type { UsageRow } from './usage.js'
 export {

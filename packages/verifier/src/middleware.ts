@@ -54,6 +54,7 @@ export function verifierMiddleware(options: MiddlewareOptions) {
       cost,
       origin: headerValue(req.headers.origin),
       referer: headerValue(req.headers.referer),
+      requestId: headerValue(req.headers['x-request-id']),
       ip:
         options.clientIp === undefined
           ? ((req as { ip?: string }).ip ?? req.socket?.remoteAddress)

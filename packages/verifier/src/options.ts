@@ -1,3 +1,5 @@
+import type { OtelApi } from './tracing.js'
+
 export interface VerifierOptions {
   /** Tessera's base URL, e.g. `https://tessera.internal:8443`. */
   url: string
@@ -44,6 +46,22 @@ export interface VerifierOptions {
    * `<host>:<pid>:<random>`.
    */
   reporter?: string
+  /**
+   * Most refused decisions sent as rows (for Tessera's verification log) per report; past it
+   * they are only counted, and `stats().refusedDropped` says how many rows were dropped.
+   * Default 1,000; 0: none (counts only).
+   */
+  maxRefusedRows?: number
+  /**
+   * Adds a `tessera.verify` span to the caller's active trace when the application uses
+   * OpenTelemetry (`@opentelemetry/api`, loaded if it is installed). Default true.
+   */
+  tracing?: boolean
+  /**
+   * The OpenTelemetry API to use instead of importing `@opentelemetry/api` (its `trace` and
+   * `context`, e.g. `await import('@opentelemetry/api')`).
+   */
+  otel?: OtelApi
   /** The most credits one lease asks for (the first asks 10, later ones as fast as they go). Default 1,000. */
   maxLeaseCredits?: number
   /** Problems reaching Tessera (each new message once in a row). Default: process.emitWarning. */
@@ -67,6 +85,8 @@ export interface VerifierStats {
   batchesSent: number
   /** Report requests that failed (the batch is sent again with the same id). */
   failedReports: number
+  /** Refused decisions whose row was dropped (past maxRefusedRows, or while Tessera was away). */
+  refusedDropped: number
   /** Credits held in leases, not yet spent. */
   creditsHeld: number
 }
@@ -83,6 +103,7 @@ export const defaults = {
   maxRetryMs: 10_000,
   reportEveryMs: 10_000,
   maxPendingRows: 100_000,
+  maxRefusedRows: 1_000,
   maxLeaseCredits: 1_000,
   firstLeaseCredits: 10,
   /** Verifications the first rate-limit lease of a token asks for; later ones follow its pace. */

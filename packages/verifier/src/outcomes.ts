@@ -20,6 +20,8 @@ export const outcomes = [
 export type Outcome = (typeof outcomes)[number]
 
 export const valid = 0
+/** The index of `rate_limited`. */
+export const rateLimited = 5
 
 /** A refusal's outcome index; -1: not counted (TesseraUnavailable). */
 export const outcomeOfReason: Readonly<Record<FailureReason, number>> = Object.freeze({

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { hostname } from 'node:os'
+import type { RefusedLog, RefusedRow } from './refused-log.js'
 import { TesseraUnreachableError, type Transport } from './transport.js'
 import type { UsageCounter, UsageRow } from './usage.js'
 
@@ -15,6 +16,8 @@ interface Batch {
   readonly id: string
   readonly counts: UsageRow[]
   readonly returned: ReturnedLease[]
+  /** Refused decisions, one row each (sent again, the same, with the batch). */
+  readonly refused: RefusedRow[]
   /** The returned leases of a refused batch, sent again alone (once). */
   readonly again?: true
 }
@@ -30,11 +33,15 @@ export interface ReporterStats {
   batchesSent: number
   /** Report requests that failed (each is sent again, with its id). */
   failedReports: number
+  /** Refused decisions whose row was dropped (their counts are kept; see RefusedLog). */
+  refusedDropped: number
 }
 
 export const reportPath = '/admin/v1/usage/reports'
 /** Tessera takes at most this many count rows, and as many returned leases, per report. */
 const maxBatchRows = 10_000
+/** Tessera takes at most this many refused rows per report. */
+const maxBatchRefused = 1_000
 const idShape = /[^A-Za-z0-9._:-]/g
 
 /** A reporter name of Tessera's alphabet: the host, the process and a random part. */
@@ -69,6 +76,7 @@ export class Reporter {
   /** Makes batch ids unique per process: `seq` starts at 1 again after a restart. */
   private readonly idPrefix = randomBytes(6).toString('base64url')
   private queuedRows = 0
+  private queuedRefused = 0
   private droppedRows = 0
   private batchesSent = 0
   private failedReports = 0
@@ -76,6 +84,7 @@ export class Reporter {
   constructor(
     private readonly transport: Transport,
     private readonly counter: UsageCounter,
+    private readonly log: RefusedLog,
     private readonly maxPendingRows: number,
     private readonly onError: (err: Error) => void,
     reporter: string | undefined,
@@ -93,6 +102,7 @@ export class Reporter {
       droppedRows: this.droppedRows,
       batchesSent: this.batchesSent,
       failedReports: this.failedReports,
+      refusedDropped: this.log.dropped,
     }
   }
 
@@ -120,24 +130,34 @@ export class Reporter {
   }
 
   /**
-   * Takes the counts so far (and leases to return) into new batches, then bounds the queue to
-   * maxPendingRows less `keep` rows.
+   * Takes the counts so far (and leases to return, and refused rows) into new batches, each
+   * within Tessera's limits, then bounds the queue to maxPendingRows less `keep` count rows (and
+   * maxPendingRows refused rows).
    */
   cut(keep = 0): void {
     const rows = this.counter.take()
     const returned = this.returned
     this.returned = []
-    const n = Math.max(rows.length, returned.length)
-    for (let i = 0; i < n; i += maxBatchRows) {
-      const counts = rows.slice(i, i + maxBatchRows)
-      this.queue.push({
+    const refused = this.log.take()
+    const n = Math.max(
+      Math.ceil(rows.length / maxBatchRows),
+      Math.ceil(returned.length / maxBatchRows),
+      Math.ceil(refused.length / maxBatchRefused),
+    )
+    for (let i = 0; i < n; i++) {
+      const counts = rows.slice(i * maxBatchRows, (i + 1) * maxBatchRows)
+      const batch: Batch = {
         id: this.nextId(),
         counts,
-        returned: returned.slice(i, i + maxBatchRows),
-      })
+        returned: returned.slice(i * maxBatchRows, (i + 1) * maxBatchRows),
+        refused: refused.slice(i * maxBatchRefused, (i + 1) * maxBatchRefused),
+      }
+      this.queue.push(batch)
       this.queuedRows += counts.length
+      this.queuedRefused += batch.refused.length
     }
     this.bound(keep)
+    this.boundRefused()
   }
 
   /** Cuts and sends everything queued, in order; stops at the first failure (kept for later). */
@@ -162,12 +182,16 @@ export class Reporter {
           batch: batch.id,
           counts: batch.counts,
           returned: batch.returned,
+          // Only when there are some: the wire format is as before otherwise.
+          ...(batch.refused.length === 0 ? {} : { refused: batch.refused }),
         })
         this.batchesSent++
       } catch (err) {
         this.failedReports++
         this.onError(err as Error)
         if (!permanent(err)) return
+        // A Tessera before the verification log refuses the field: its counts go again without.
+        if (this.withoutRows(batch) && !empty(batch)) continue
         this.refused(batch)
       } finally {
         this.inFlight = undefined
@@ -175,8 +199,19 @@ export class Reporter {
       if (this.queue[0] === batch) {
         this.queue.shift()
         this.queuedRows -= batch.counts.length
+        this.queuedRefused -= batch.refused.length
       }
     }
+  }
+
+  /** Drops a refused batch's rows, to send it again (its id unused: nothing was recorded). */
+  private withoutRows(batch: Batch): boolean {
+    const n = batch.refused.length
+    if (n === 0) return false
+    batch.refused.splice(0)
+    this.queuedRefused -= n
+    this.log.dropped += n
+    return true
   }
 
   /**
@@ -184,6 +219,7 @@ export class Reporter {
    * refused again, they are dropped and said through onError).
    */
   private refused(batch: Batch): void {
+    this.log.dropped += batch.refused.length
     if (batch.returned.length === 0) return
     if (batch.again) {
       const credits = batch.returned.reduce((n, r) => n + r.amount, 0)
@@ -192,7 +228,13 @@ export class Reporter {
       )
       return
     }
-    const alone: Batch = { id: this.nextId(), counts: [], returned: batch.returned, again: true }
+    const alone: Batch = {
+      id: this.nextId(),
+      counts: [],
+      returned: batch.returned,
+      refused: [],
+      again: true,
+    }
     this.queue.splice(this.queue[0] === batch ? 1 : 0, 0, alone)
   }
 
@@ -215,8 +257,26 @@ export class Reporter {
       excess -= n
       this.queuedRows -= n
       this.droppedRows += n
-      if (batch.counts.length === 0 && batch.returned.length === 0) this.queue.splice(i, 1)
+      if (empty(batch)) this.queue.splice(i, 1)
+      else i++
+    }
+  }
+
+  /** Drops the oldest refused rows past maxPendingRows (never from the batch on its way). */
+  private boundRefused(): void {
+    let excess = this.queuedRefused - this.maxPendingRows
+    for (let i = 0; excess > 0 && i < this.queue.length; ) {
+      const batch = this.queue[i] as Batch
+      const n = batch === this.inFlight ? 0 : Math.min(excess, batch.refused.length)
+      batch.refused.splice(0, n)
+      excess -= n
+      this.queuedRefused -= n
+      this.log.dropped += n
+      if (n > 0 && empty(batch)) this.queue.splice(i, 1)
       else i++
     }
   }
 }
+
+const empty = (batch: Batch) =>
+  batch.counts.length === 0 && batch.returned.length === 0 && batch.refused.length === 0

@@ -1,4 +1,4 @@
-import { type Outcome, outcomes } from './outcomes.js'
+import { type Outcome, outcomes, rateLimited } from './outcomes.js'
 
 /** One row of a report: an account's (and token's) counts by outcome in one minute. */
 export interface UsageRow {
@@ -37,8 +37,6 @@ export class MeterKey {
 }
 
 const minuteMs = 60_000
-/** The index of `rate_limited` in `outcomes`. */
-const rateLimited = outcomes.indexOf('rate_limited')
 
 /**
  * The counts not yet cut into a report, by key and minute. `take()` merges them into rows (keys

@@ -1,6 +1,6 @@
 import { checkCost, refusals, type Verification, type VerifyOptions } from './answers.js'
 import { Decisions } from './decisions.js'
-import { check, type Entry, unavailable } from './entry.js'
+import { check, type Entry, keptPastExpiry, unavailable } from './entry.js'
 import { EntryCache } from './entry-cache.js'
 import { EventStream } from './event-stream.js'
 import { type EntryTimes, entryOf, plausibleToken } from './introspection.js'
@@ -8,8 +8,8 @@ import { invalidate } from './invalidation.js'
 import { Metering } from './metering.js'
 import { defaults, type VerifierOptions, type VerifierStats } from './options.js'
 import { outcomeOfReason, valid } from './outcomes.js'
+import { type Seen, startTracing, type Tracing } from './tracing.js'
 import { Transport } from './transport.js'
-import type { UsageCounter } from './usage.js'
 
 export type { VerifierOptions, VerifierStats }
 
@@ -28,9 +28,10 @@ export class Verifier {
   private readonly failFastMs: number
   private readonly report: (err: Error) => void
   private readonly metering: Metering
-  private readonly counter: UsageCounter
   private readonly decisions: Decisions
   private readonly timeoutMs: number
+  /** Set once `@opentelemetry/api` has loaded (or at once with `otel`). */
+  private tracing: Tracing | undefined
   private everLive = false
   private live = false
   private stale = false
@@ -63,7 +64,6 @@ export class Verifier {
       onError(err)
     }
     this.metering = new Metering(this.transport, options, this.report, this.failFastMs)
-    this.counter = this.metering.counter
     this.decisions = new Decisions(this.metering, this.cache, () => this.closed)
     this.stream = new EventStream(
       this.transport,
@@ -83,6 +83,9 @@ export class Verifier {
       },
     )
     this.stream.start()
+    startTracing(options, (tracing) => {
+      this.tracing = tracing
+    })
   }
 
   /**
@@ -97,8 +100,21 @@ export class Verifier {
     if (options !== undefined && options.cost !== undefined) checkCost(options.cost)
     const entry = this.cache.get(token)
     if (entry === undefined) return undefined
+    const parent = this.tracing?.parent()
+    if (parent === undefined) return this.fromEntry(entry, options)
+    const started = performance.now()
+    const answer = this.fromEntry(entry, options)
+    if (answer !== undefined) this.tracing?.span(parent, started, answer, entry.meter, true)
+    return answer
+  }
+
+  /** A cached entry's decision, counted; undefined when Tessera must be asked. */
+  private fromEntry(entry: Entry, options: VerifyOptions | undefined): Verification | undefined {
     const now = Date.now()
-    if (now >= entry.expiresAt && !this.usableAfterExpiry(entry, now)) return undefined
+    if (now >= entry.expiresAt && !keptPastExpiry(entry, now, this.negativeTtlMs)) {
+      this.cache.delete(entry)
+      return undefined
+    }
     const answer = check(entry, options)
     // The usual case, inline: a valid answer without credits, counted in its minute's row.
     const row = entry.meter?.row
@@ -112,45 +128,57 @@ export class Verifier {
       row.counts[valid] = (row.counts[valid] as number) + 1
       return answer
     }
-    return this.decisions.decide(entry, answer, options, now)
+    // A decision from the cache takes well under the microsecond a row counts in: timed only as
+    // a refusal whose row will be kept, so that neither a valid (metered) answer nor a flood of
+    // refusals reads the clock; a refusal by its limits or credits here is not (undefined: 0).
+    const started = !answer.valid && this.metering.refused.open ? performance.now() : undefined
+    return this.decisions.decide(entry, answer, options, now, started)
   }
 
   /** Verifies a token: from the cache, else by asking Tessera (once for concurrent callers). */
   async verify(token: string, options?: VerifyOptions): Promise<Verification> {
-    const cached = this.verifyCached(token, options)
-    if (cached !== undefined) return cached
+    const parent = this.tracing?.parent()
+    if (parent === undefined) return this.decide(token, options, undefined)
+    const started = performance.now()
+    const seen: Seen = { who: undefined, cached: false }
+    const answer = await this.decide(token, options, seen)
+    this.tracing?.span(parent, started, answer, seen.who, seen.cached)
+    return answer
+  }
+
+  /** verify()'s decision; `seen` (when traced) is told whom it names and whether it was cached. */
+  private async decide(
+    token: string,
+    options: VerifyOptions | undefined,
+    seen: Seen | undefined,
+  ): Promise<Verification> {
+    if (options !== undefined && options.cost !== undefined) checkCost(options.cost)
+    const known = this.cache.get(token)
+    if (known !== undefined) {
+      const cached = this.fromEntry(known, options)
+      if (seen !== undefined) [seen.who, seen.cached] = [known.meter, true]
+      if (cached !== undefined) return cached
+    }
+    // What is decided from here may wait: timed from now.
+    const started = performance.now()
     if (!plausibleToken(token)) {
-      this.counter.count(this.metering.nobody, outcomeOfReason.TokenMalformed, Date.now())
+      const nobody = this.metering.nobody
+      if (seen !== undefined) [seen.who, seen.cached] = [nobody, false]
+      const malformed = outcomeOfReason.TokenMalformed
+      this.metering.refuse(nobody, malformed, Date.now(), options, started)
       return refusals.TokenMalformed
     }
     if (this.closed) return refusals.TesseraUnavailable
     // Cached but short of a limit's block or of credits here, or asked now.
-    const entry = this.cache.get(token) ?? (await this.lookup(token))
+    const cachedEntry = this.cache.get(token)
+    const entry = cachedEntry ?? (await this.lookup(token))
+    if (seen !== undefined) [seen.who, seen.cached] = [entry.meter, cachedEntry !== undefined]
     // Closed meanwhile: not decided (nor counted) after the final report.
     if (this.closed) return refusals.TesseraUnavailable
-    const decided = this.decisions.decide(entry, check(entry, options), options, Date.now())
+    const now = Date.now()
+    const decided = this.decisions.decide(entry, check(entry, options), options, now, started)
     if (decided !== undefined) return decided
-    return this.decisions.withLeases(entry, options)
-  }
-
-  /**
-   * A cached entry past its time: a tk past its exp becomes TokenExpired (true: still usable);
-   * anything else is dropped, to be asked again.
-   */
-  private usableAfterExpiry(entry: Entry, now: number): boolean {
-    const answer = entry.answer
-    if (
-      !answer.valid ||
-      answer.usage !== 'tk' ||
-      answer.exp === undefined ||
-      answer.exp * 1000 > now
-    ) {
-      this.cache.delete(entry)
-      return false
-    }
-    entry.answer = refusals.TokenExpired
-    entry.expiresAt = now + Math.max(this.negativeTtlMs, 60_000)
-    return true
+    return this.decisions.withLeases(entry, options, started)
   }
 
   /** Settles once the event stream has opened for the first time (answers are cached from then). */

@@ -25,6 +25,8 @@ export interface FakeReport {
     outcomes: Record<string, number>
   }>
   returned: Array<{ account: string; token?: string; amount: number; lease: string }>
+  /** Refused decisions, one row each: absent when there are none. */
+  refused?: Array<Record<string, unknown>>
 }
 
 export interface FakeTessera {
@@ -39,6 +41,8 @@ export interface FakeTessera {
   loseReportAnswers: number
   /** The next this many reports are refused for their content (422), not counted. */
   refuseReports: number
+  /** Reports with refused rows are refused (422), as a Tessera before the verification log does. */
+  refuseRows: boolean
   /** Delays before reports and leases are answered, ms. */
   reportDelayMs: number
   leaseDelayMs: number
@@ -106,6 +110,7 @@ export async function startFakeTessera(): Promise<FakeTessera> {
     counted: [],
     loseReportAnswers: 0,
     refuseReports: 0,
+    refuseRows: false,
     reportDelayMs: 0,
     leaseDelayMs: 0,
     clockSkewMs: 0,
@@ -179,8 +184,8 @@ export async function startFakeTessera(): Promise<FakeTessera> {
     const r = (await readJson(req)) as FakeReport
     fake.reports.push(r)
     if (fake.reportDelayMs > 0) await new Promise((done) => setTimeout(done, fake.reportDelayMs))
-    if (fake.refuseReports > 0) {
-      fake.refuseReports--
+    if (fake.refuseReports > 0 || (fake.refuseRows && r.refused !== undefined)) {
+      if (fake.refuseReports > 0) fake.refuseReports--
       res.writeHead(422, { 'content-type': 'application/json' })
       return void res.end('{"message":"Unprocessable Entity","details":"resources are invalid"}')
     }

@@ -105,6 +105,40 @@ describe('rate limits in @tessera/verifier', () => {
     ])
   })
 
+  it("sends its refusals to Tessera's verification log, with the limit's name", async () => {
+    const pk = await limited([perMinute(1)])
+    const verifier = await start()
+    const request = { ip: '203.0.113.7', origin: 'https://app.example.com', requestId: 'req-1' }
+    expect((await verifier.verify(pk.token, request)).valid).toBe(true)
+    expect(await verifier.verify(pk.token, request)).toEqual(refused)
+    expect(verifier.verifyCached(pk.token, { scope: 'tokens:write' })).toEqual({
+      valid: false,
+      reason: 'MissingScope',
+    })
+    await verifier.close()
+    await h.ctx.verifications.log.flush()
+    const rows = await h.ctx.verifications.list({ account: 'alice', ...range(), limit: 10 })
+    const row = {
+      account: 'alice',
+      tokenId: pk.id,
+      source: 'verifier',
+      durationUs: expect.any(Number),
+    }
+    expect(
+      rows.map(({ at, id, ...r }) => r).sort((a, b) => a.outcome.localeCompare(b.outcome)),
+    ).toEqual([
+      {
+        ...row,
+        outcome: 'rate_limited',
+        limit: 'minute',
+        ip: '203.0.113.7',
+        origin: 'app.example.com',
+        requestId: 'req-1',
+      },
+      { ...row, outcome: 'scope_missing', limit: null, ip: null, origin: null, requestId: null },
+    ])
+  })
+
   it('never passes more than the limit across two verifiers and Tessera, whatever the order', async () => {
     const pk = await limited([perMinute(12)])
     const one = await start()
