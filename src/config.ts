@@ -14,6 +14,7 @@ import { type HttpConfig, httpConfig } from './config/http.js'
 import { type MailConfig, mailConfig } from './config/mail.js'
 import { type UsageConfig, usageConfig } from './config/usage.js'
 import { flag, integer } from './config/values.js'
+import { type TelemetryConfig, telemetryConfig } from './telemetry/config.js'
 
 export { type Env, readEnv } from './config/env.js'
 export { ConfigError, systemReason } from './config/error.js'
@@ -56,6 +57,8 @@ export interface Config {
    * At least 10 s: a healthy worker may wait up to 5 s for SQLite's write lock (busy_timeout).
    */
   workerTimeoutMs: number
+  /** OpenTelemetry export (docs/telemetry.md): the standard OTEL_* variables; none when unset. */
+  telemetry?: TelemetryConfig
   /** Tokens for machines (docs/machines.md): child tokens' depth, identity issuers' CAs. */
   machines: {
     /** CHILD_TOKEN_DEPTH: levels of children below a token, 1 to 4. */
@@ -110,6 +113,16 @@ function workersConfig(value: string | undefined): number {
   throw new ConfigError(`WORKERS must be auto or an integer between 1 and 256, got "${value}"`)
 }
 
+/** The OTEL_* variables read; a bad value stops start-up in one line, as any other's. */
+function telemetryOf(env: Env): { telemetry?: TelemetryConfig } {
+  try {
+    const telemetry = telemetryConfig(env)
+    return telemetry === undefined ? {} : { telemetry }
+  } catch (err) {
+    throw new ConfigError((err as Error).message)
+  }
+}
+
 /** Applies defaults and cross-field checks; throws ConfigError with a one-line reason. */
 export function toConfig(env: Env): Config {
   const dataDir = path.resolve(env.DATA_DIR ?? './data')
@@ -147,6 +160,7 @@ export function toConfig(env: Env): Config {
     workers: workersConfig(env.WORKERS),
     workerTimeoutMs:
       integer('WORKER_TIMEOUT_SECONDS', env.WORKER_TIMEOUT_SECONDS, 30, 10, 3600) * 1000,
+    ...telemetryOf(env),
     machines: {
       childDepth: integer('CHILD_TOKEN_DEPTH', env.CHILD_TOKEN_DEPTH, 4, 1, 4),
       allowPrivate: flag('EXCHANGE_ALLOW_PRIVATE', env.EXCHANGE_ALLOW_PRIVATE),

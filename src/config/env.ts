@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { parseEnv } from 'node:util'
+import { otelNames } from '../telemetry/config.js'
 
 const names = [
   'PORT',
@@ -59,13 +60,16 @@ const names = [
 ] as const
 
 /** Every environment variable Tessera reads, as given. Nothing below context.ts reads process.env. */
-export type Env = { [Name in (typeof names)[number]]?: string }
+export type Env = { [Name in (typeof names)[number]]?: string } & {
+  /** OpenTelemetry's standard variables (src/telemetry/config.ts reads them). */
+  [name: `OTEL_${string}`]: string | undefined
+}
 
 /** Reads the process environment, with `.env` in the working directory filling unset names. */
 export function readEnv(source: NodeJS.ProcessEnv = process.env, dotenv = '.env'): Env {
   const fromFile = existsSync(dotenv) ? parseEnv(readFileSync(dotenv, 'utf8')) : {}
   const env: Env = {}
-  for (const name of names) {
+  for (const name of [...names, ...otelNames] as (keyof Env)[]) {
     const value = source[name] ?? fromFile[name]
     if (value !== undefined && value !== '') env[name] = value
   }

@@ -1,6 +1,7 @@
-import { type Kysely, PostgresAdapter, sql } from 'kysely'
+import { type Kysely, PostgresAdapter, type Selectable, sql } from 'kysely'
 import type { Db } from './database.js'
 import type { Database } from './schema.js'
+import type { VerificationsTable } from './schema-usage.js'
 
 /** A row of the verification log as stored (src/verification/log.ts's VerificationRow + id). */
 export interface StoredVerification {
@@ -71,21 +72,7 @@ async function ensurePartitions(db: Db, days: Iterable<number>, fresh = false) {
   }
 }
 
-const columnsOf = (r: StoredVerification) => ({
-  at: r.at,
-  id: r.id,
-  account: r.account,
-  token_id: r.tokenId,
-  source: r.source,
-  outcome: r.outcome,
-  limit_name: r.limit,
-  ip: r.ip,
-  origin: r.origin,
-  request_id: r.requestId,
-  duration_us: r.durationUs,
-})
-
-type Selected = ReturnType<typeof columnsOf>
+type Selected = Selectable<VerificationsTable>
 const rowOf = (r: Selected): StoredVerification => ({
   at: Number(r.at),
   id: r.id,
@@ -122,8 +109,12 @@ const asArray = (r: StoredVerification) => [
 const insertColumns =
   'at, id, account, token_id, source, outcome, limit_name, ip, origin, request_id, duration_us'
 
+/** By account, then token: a batch's index entries go in key order, leaf after leaf. */
+const byKey = (a: StoredVerification, b: StoredVerification) =>
+  a.account < b.account ? -1 : a.account > b.account ? 1 : a.tokenId < b.tokenId ? -1 : 1
+
 async function insertChunk(db: Db, rows: readonly StoredVerification[]) {
-  const json = JSON.stringify(rows.map(asArray))
+  const json = JSON.stringify([...rows].sort(byKey).map(asArray))
   if (isPostgres(db)) {
     await sql`insert into verifications (${sql.raw(insertColumns)})
       select (r->>0)::bigint, r->>1, r->>2, r->>3, r->>4, r->>5, r->>6, r->>7, r->>8, r->>9,
@@ -196,7 +187,9 @@ export const verificationsRepo = {
     q: { account: string; from: number; to: number; bucketMs: number; token?: string },
   ): Promise<{ at: number; count: number; p50: number; p99: number }[]> {
     const token = q.token === undefined ? sql`` : sql`and token_id = ${q.token}`
-    const bucket = sql`(at / ${q.bucketMs}) * ${q.bucketMs}`
+    // An integer on both dialects (better-sqlite3 binds a JS number as a real: no whole division).
+    const ms = sql`cast(${q.bucketMs} as integer)`
+    const bucket = sql`(at / ${ms}) * ${ms}`
     const { rows } = await sql<{
       b: string | number
       n: string | number
