@@ -29,6 +29,7 @@ import { retrieveRoute } from './http/routes/retrieve.js'
 import { scopeRoutes } from './http/routes/scopes.js'
 import { tokenRoutes } from './http/routes/tokens.js'
 import { leakTag, tokenApiTag } from './http/schemas.js'
+import { tracingHooks } from './http/tracing.js'
 import { parseBody, validatorCompiler } from './http/validation.js'
 import { randomAlnum } from './ids.js'
 import { metricsHooks } from './metrics/http.js'
@@ -96,6 +97,8 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
   // Before any route: a route with a `:secret` parameter is redacted from every log line.
   redactSecretRoutes(app)
 
+  // First: a span starts before any other hook's work, and sees every refusal.
+  tracingHooks(app, ctx.telemetry?.tracer, isProbe)
   app.server.maxHeadersCount = limits.maxHeaders
   closeSilentConnections(app.server)
   metricsHooks(app, ctx)
@@ -104,6 +107,7 @@ export function buildApp(ctx: AppContext, options: AppOptions = {}): FastifyInst
   decoratePublicUrl(app, ctx.config.http)
   app.decorateRequest('principal', null)
   app.decorateRequest('account', null)
+  app.decorateRequest('facts', null)
   app.setValidatorCompiler(validatorCompiler)
   readJsonBodies(app)
 

@@ -18,6 +18,7 @@ import { backgroundJobs, startJobs } from './jobs.js'
 import { createMailer, type Mailer } from './mail/mailer.js'
 import { mailWarning } from './mail/warnings.js'
 import { Metrics } from './metrics/metrics.js'
+import { registerTelemetry } from './metrics/telemetry.js'
 import { registerVerificationLog } from './metrics/verification-log.js'
 import { FactorService } from './people/factors.js'
 import { MemberService } from './people/members.js'
@@ -29,6 +30,7 @@ import { LeasingRateLimiter } from './ratelimit/leases.js'
 import type { RateLimiter } from './ratelimit/limiter.js'
 import { requestsLimit } from './ratelimit/named.js'
 import { ScopeCatalog } from './scopes/catalog.js'
+import { type Telemetry, telemetryFrom } from './telemetry/index.js'
 import { isoTime } from './time.js'
 import { Keyring } from './tokens/keyring.js'
 import { LeakService } from './tokens/leaks.js'
@@ -85,6 +87,8 @@ export interface AppContext {
   usage: Meter
   /** The verification log: a row per verification (docs/verifications.md). */
   verifications: Verifications
+  /** OpenTelemetry export (OTEL_*, docs/telemetry.md); none, and nothing of it loaded, when off. */
+  telemetry?: Telemetry
   /** Credits of tokens and accounts: balances, refills, spending and verifiers' leases. */
   credits: CreditService
   /** The integrations' outbox, followed: what the event stream serves. */
@@ -143,7 +147,7 @@ function buildServices(
     limitVerdicts: book.byName,
     feedLive: followed.feedLive,
     ready: opened.ready,
-    processMetrics: config.metrics !== undefined,
+    processMetrics: config.metrics !== undefined || config.telemetry?.metrics !== undefined,
   })
   const usage = meterOf(db, now ?? Date.now, config.usage, { log, figures: metrics, primary })
   const verifications = verificationsOf(db, config.usage.log, { now: now ?? Date.now, log })
@@ -197,6 +201,23 @@ function buildServices(
   }
 }
 
+/** The OpenTelemetry export, started, its counters on /metrics; verification rows sent to it. */
+async function telemetryOfContext(
+  config: Config,
+  services: ReturnType<typeof buildServices>,
+  now: () => number,
+  log: Logger,
+) {
+  const { metrics, verifications } = services
+  const telemetry = await telemetryFrom(config.telemetry, { now, registry: metrics.registry, log })
+  if (telemetry === undefined) return undefined
+  registerTelemetry(metrics.registry, telemetry.counters)
+  if (config.telemetry?.logs !== undefined) {
+    verifications.log.forwardTo((rows) => telemetry.exportLogs(rows))
+  }
+  return telemetry
+}
+
 export async function createContext(
   config: Config,
   overrides: Overrides = {},
@@ -216,6 +237,7 @@ export async function createContext(
   const services = buildServices(config, log, overrides, started, opened, followed)
   const { db, tokens, usage, members, factors, events, webhooks, rateLimiter } = services
   const now = overrides.now ?? Date.now
+  const telemetry = await telemetryOfContext(config, services, now, log)
   const prune = async () => {
     const cutoff = isoTime(now() - config.auditRetentionDays * 86_400_000)
     const removed = await auditRepo.prune(db, cutoff)
@@ -244,10 +266,12 @@ export async function createContext(
     probedAt: 0,
     worker: overrides.worker,
     ...services,
+    ...(telemetry === undefined ? {} : { telemetry }),
     adminKeys,
     startBackground() {
       usage.start()
       services.verifications.start()
+      telemetry?.startMetrics()
       webhooks.start()
       timers = startJobs(log, opened.ready, backgroundJobs(prune, tokens, services.hygiene))
     },
@@ -261,6 +285,7 @@ export async function createContext(
       if (opened.ready() || overrides.primary) await usage.stop().catch(() => {})
       else log.warn('database not ready: the usage counts not yet written are dropped')
       if (opened.ready()) await services.verifications.stop()
+      await telemetry?.shutdown()
       await followed.changes.close()
       await rateLimiter.close()
       await services.primaryAttempts?.close()

@@ -156,7 +156,11 @@ export class Checkpoint {
   ) {
     const { log } = this.deps
     const o = outcome ?? outcomeOfCode[validation.code]
-    if (log?.keeps(o)) log.add(rowOf(validation, o, limit, facts, this.deps.now()))
+    const kept = log?.keeps(o) === true
+    if (!kept && facts.traced !== true) return
+    const row = rowOf(validation, o, limit, facts, this.deps.now())
+    facts.row = row
+    if (kept) log?.add(row)
   }
 
   private apply(list: readonly Applied[], requests: Applied): Verdict | Promise<Verdict> {

@@ -11,9 +11,10 @@ export interface LogWriterOptions {
   write(rows: VerificationRow[]): Promise<void>
   /** A write failed (once a flush, its error). */
   onError?(err: unknown): void
-  /** Also sends each written batch on (OTLP logs: docs/telemetry.md); never waited for. */
-  forward?(rows: readonly VerificationRow[]): void
 }
+
+/** Where rows are sent besides the database (OTLP logs: docs/telemetry.md); never waited for. */
+export type Forward = (rows: readonly VerificationRow[]) => void
 
 /**
  * The verification log's buffer (docs/verifications.md): a row is pushed onto an array on the
@@ -33,14 +34,24 @@ export class VerificationLog {
   private soon = false
   private flushing: Promise<void> | undefined
   private stopped = true
+  private forward: Forward | undefined
 
   constructor(private readonly o: LogWriterOptions) {
     this.mode = o.mode
   }
 
-  /** The verification of this outcome (an index of `outcomes`) is kept. */
+  /**
+   * Sends every row on as well, once written: with `refused`, the valid rows too, which only go
+   * there (a columnar store takes every verification, the database the refusals).
+   */
+  forwardTo(forward: Forward): void {
+    this.forward = forward
+  }
+
+  /** The verification of this outcome (an index of `outcomes`) makes a row. */
   keeps(outcome: number): boolean {
-    return this.mode === 'all' || (this.mode === 'refused' && outcome !== outcomeIndex.valid)
+    if (this.mode === 'refused') return outcome !== outcomeIndex.valid || this.forward !== undefined
+    return this.mode === 'all'
   }
 
   /** Rows waiting to be written. */
@@ -78,10 +89,12 @@ export class VerificationLog {
     this.rows = []
     for (let i = 0; i < rows.length; i += this.o.batch) {
       const batch = rows.slice(i, i + this.o.batch)
+      // Forwarded valid rows are not the database's with `refused`.
+      const stored = this.mode === 'refused' ? batch.filter((r) => r.outcome !== 'valid') : batch
       try {
-        await this.o.write(batch)
-        this.written += batch.length
-        this.o.forward?.(batch)
+        if (stored.length > 0) await this.o.write(stored)
+        this.written += stored.length
+        this.forward?.(batch)
       } catch (err) {
         this.o.onError?.(err)
         this.requeue(rows.slice(i))

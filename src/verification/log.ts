@@ -41,6 +41,10 @@ export interface RequestFacts {
   requestId: string | (() => string)
   /** performance.now() at the request's arrival. */
   started: number
+  /** The request has a span: its verification's row is made for it, kept or not. */
+  traced?: boolean
+  /** The row of its verification, once decided (when kept, or traced). */
+  row?: VerificationRow
 }
 
 /**

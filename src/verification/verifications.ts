@@ -54,7 +54,7 @@ export interface Verifications {
 export function verificationsOf(
   db: Db,
   config: UsageConfig['log'],
-  o: { now: () => number; log: Logger; forward?: (rows: readonly VerificationRow[]) => void },
+  o: { now: () => number; log: Logger },
 ): Verifications {
   const instance = randomAlnum(8)
   let n = 0
@@ -76,7 +76,6 @@ export function verificationsOf(
         o.log.warn({ err: (err as Error).message }, 'verification log: rows not written yet')
       }
     },
-    ...(o.forward === undefined ? {} : { forward: o.forward }),
   })
   let timer: NodeJS.Timeout | undefined
   /** Rows dropped since the last report, added to this minute's count in the database. */

@@ -3,9 +3,11 @@ import { performance } from 'node:perf_hooks'
 import type { FastifyBaseLogger } from 'fastify'
 import type { AppContext } from '../../context.js'
 import type { ApiError } from '../../errors.js'
+import { countsRequests } from '../../metrics/http.js'
 import type { RequestFacts, Source } from '../../verification/log.js'
 import type { HeaderSink } from '../limit-headers.js'
 import { limits } from '../limits.js'
+import { verdictOf } from '../tracing.js'
 
 export type Listener = (req: IncomingMessage, res: ServerResponse) => void
 
@@ -77,6 +79,8 @@ export interface Answering {
   headers: Headers
   send(status: number, body: string): void
   fail(err: unknown): void
+  /** What the verification log (and the request's span) take of it; none when neither does. */
+  facts(source: Source, ip: string | undefined): RequestFacts | undefined
 }
 
 /**
@@ -85,32 +89,23 @@ export interface Answering {
  */
 export function fastPathBase(o: FastPathOptions) {
   const first = Object.entries(o.first).flat()
-  const requests = o.ctx.config.metrics === undefined ? undefined : o.ctx.metrics.requests
+  const requests = countsRequests(o.ctx.config) ? o.ctx.metrics.requests : undefined
   // With a proxy in front, the logged address is the client's from X-Forwarded-For: Fastify's.
   const logs = o.requestLog !== undefined && !o.trustProxy ? o.requestLog : undefined
   // The verification log takes each request's time to its decision (verification/log.ts).
   const logging = o.ctx.verifications.log.mode !== 'off'
+  const tracer = o.ctx.telemetry?.tracer
   // Counted and logged once the answer is out (a listener a request): metrics or request logs.
   const observed = requests !== undefined || logs !== undefined
-  const timed = observed || logging
+  const timed = observed || logging || tracer !== undefined
   return {
     /** Requests are logged, and only Fastify can log them (behind a proxy). */
     fastifyLogs: o.requestLog !== undefined && logs === undefined,
     timed,
-    /** What the verification log takes of a request, when it keeps rows. */
-    facts(
-      req: IncomingMessage,
-      source: Source,
-      ip: string | undefined,
-      requestId: () => string,
-      started: number,
-    ): RequestFacts | undefined {
-      if (!logging) return undefined
-      return { source, ip, headers: req.headers, requestId, started }
-    },
     /**
      * From here on the request is counted, so it is answered here whatever happens: its log's
-     * first line now, its metrics and last line once the answer is out.
+     * first line now (and its span's start), its metrics, last line and span's end once the
+     * answer is out.
      */
     answering(
       req: IncomingMessage,
@@ -126,17 +121,29 @@ export function fastPathBase(o: FastPathOptions) {
       }
       const log = logs?.child({ reqId: requestId() })
       log?.info({ req: { method, url: req.url, ip: req.socket.remoteAddress } }, 'incoming request')
+      const span = tracer?.startSpan({
+        traceparent: req.headers.traceparent,
+        tracestate: req.headers.tracestate,
+        startNs: tracer.clock(start),
+        // Over HTTPS here, or to a proxy that said so (the fast path takes nothing else).
+        attributes: { method, route, scheme: 'https', clientAddress: req.socket.remoteAddress },
+      })
+      let facts: RequestFacts | undefined
       const headers = new Headers(first)
       const send = (status: number, body: string) => {
         headers.header('content-length', String(Buffer.byteLength(body)))
         res.writeHead(status, headers.list)
         res.end(body)
         // As Fastify: counted and logged once the answer is out, never for a connection lost.
-        if (observed) {
+        if (observed || span !== undefined) {
           res.once('finish', () => {
-            const elapsed = performance.now() - start
-            requests?.observe(method, route, status, elapsed)
-            log?.info({ res: { statusCode: status }, responseTime: elapsed }, 'request completed')
+            const now = performance.now()
+            requests?.observe(method, route, status, now - start)
+            log?.info(
+              { res: { statusCode: status }, responseTime: now - start },
+              'request completed',
+            )
+            tracer?.end(span, tracer.clock(now), verdictOf(facts?.row), status)
           })
         }
       }
@@ -151,7 +158,13 @@ export function fastPathBase(o: FastPathOptions) {
         headers.header('content-type', jsonType)
         send(error.statusCode, JSON.stringify(error.toJSON()))
       }
-      return { requestId, headers, send, fail }
+      const factsOf = (source: Source, ip: string | undefined) => {
+        if (!logging && tracer === undefined) return undefined
+        const traced = span !== undefined
+        facts = { source, ip, headers: req.headers, requestId, started: start, traced }
+        return facts
+      }
+      return { requestId, headers, send, fail, facts: factsOf }
     },
   }
 }

@@ -134,11 +134,17 @@ function atBodyEnd(ctx: AppContext, base: FastPathBase) {
     }
     const { principal } = validation
     // The guard's way from here (guard.ts), then the route's, whatever the body.
-    const { requestId, headers, send, fail } = base.answering(req, res, 'POST', route, start)
+    const {
+      requestId,
+      headers,
+      send,
+      fail,
+      facts: factsOf,
+    } = base.answering(req, res, 'POST', route, start)
     ctx.metrics.validated(validation)
     const create = async () => {
       // Limited and counted as the guard does: rate_limited, or valid.
-      const facts = base.facts(req, 'api', ip, requestId, start)
+      const facts = factsOf('api', ip)
       writeLimits(headers, await ctx.checkpoint.admit(validation, undefined, facts))
       const account = await ctx.accounts.find(username)
       if (account === undefined) throw new ApiError('noSuchUser')

@@ -8,6 +8,8 @@ import { bodiless, type FastPath, type FastPathOptions, fastPathBase } from './b
  * validation needs no waiting and nothing would refuse the request first; anything else goes
  * on to Fastify before it is counted (docs/performance.md, "Retrieve ahead of Fastify").
  */
+const route = '/tokens/v2'
+
 export function retrieveFastPath(o: FastPathOptions): FastPath {
   const { ctx } = o
   const base = fastPathBase(o)
@@ -34,9 +36,9 @@ export function retrieveFastPath(o: FastPathOptions): FastPath {
     // Read now, a request without a body leaves Node nothing to drain after the answer (seven
     // process.nextTick calls); it then never emits 'end' or 'close', which nothing here awaits.
     if (bodiless(req)) req.read()
-    const { requestId, headers, send, fail } = base.answering(req, res, 'GET', '/tokens/v2', start)
+    const { headers, send, fail, facts: factsOf } = base.answering(req, res, 'GET', route, start)
     const ip = req.socket.remoteAddress
-    const facts = base.facts(req, 'retrieve', ip, requestId, start)
+    const facts = factsOf('retrieve', ip)
     try {
       const body = answerRetrieve(ctx, validation, ip, headers, undefined, facts)
       if (body instanceof Promise) {
