@@ -1,7 +1,7 @@
 // The verification log's cost (`npm run bench`; alone: BENCH_ONLY=log npm run bench): the same
-// build started three ways (VERIFICATION_LOG=off, =all, and =all with OpenTelemetry exporting to
-// a local OTLP/HTTP sink), each loaded in turn with retrieve of one pk, round after round
-// (alternating, so that the machine's drift falls on all three alike). Prints req/s of each, the
+// build started four ways (VERIFICATION_LOG=off, =all, the default =refused, and =all with
+// OpenTelemetry exporting traces, metrics and logs to a local OTLP/HTTP sink), each loaded in turn with retrieve of one pk, round after round
+// (alternating, so that the machine's drift falls on all four alike). Prints req/s of each, the
 // ratios to `off` (median and range over rounds), the rows written and dropped by the `all`
 // service (from its /metrics), and the OTLP requests the sink received.
 import { execFile } from 'node:child_process'
@@ -39,6 +39,7 @@ export async function benchLog({ root, start, serviceEnv, save, seconds, rounds,
   const modes = [
     { name: 'off', env: { VERIFICATION_LOG: 'off' } },
     { name: 'all', env: { VERIFICATION_LOG: 'all', METRICS_PORT: '0' } },
+    { name: 'refused (default)', env: {} },
     {
       name: 'all + OTLP',
       env: {

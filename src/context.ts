@@ -150,7 +150,8 @@ function buildServices(
     processMetrics: config.metrics !== undefined || config.telemetry?.metrics !== undefined,
   })
   const usage = meterOf(db, now ?? Date.now, config.usage, { log, figures: metrics, primary })
-  const verifications = verificationsOf(db, config.usage.log, { now: now ?? Date.now, log })
+  const file = config.db.kind === 'sqlite' ? config.db.file : undefined
+  const verifications = verificationsOf(db, config.usage.log, { now: now ?? Date.now, log, file })
   registerVerificationLog(metrics.registry, verifications.log)
   const tokens = new TokenService({
     db,

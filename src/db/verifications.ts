@@ -1,5 +1,6 @@
-import { type Kysely, PostgresAdapter, type Selectable, sql } from 'kysely'
+import { CompiledQuery, type Kysely, PostgresAdapter, type Selectable, sql } from 'kysely'
 import type { Db } from './database.js'
+import { rowsJson, sqliteLogInsert } from './log-insert.js'
 import type { Database } from './schema.js'
 import type { VerificationsTable } from './schema-usage.js'
 
@@ -89,43 +90,19 @@ const rowOf = (r: Selected): StoredVerification => ({
 
 /**
  * Rows go as one JSON parameter of a constant statement (prepared once, no query to build a
- * batch), each row an array in the columns' order: compiling a 1,000-row, 11,000-parameter
- * INSERT cost more than the write itself.
+ * batch): compiling a 1,000-row, 11,000-parameter INSERT cost more than the write itself.
  */
-const asArray = (r: StoredVerification) => [
-  r.at,
-  r.id,
-  r.account,
-  r.tokenId,
-  r.source,
-  r.outcome,
-  r.limit,
-  r.ip,
-  r.origin,
-  r.requestId,
-  r.durationUs,
-]
-
-const insertColumns =
-  'at, id, account, token_id, source, outcome, limit_name, ip, origin, request_id, duration_us'
-
-/** By account, then token: a batch's index entries go in key order, leaf after leaf. */
-const byKey = (a: StoredVerification, b: StoredVerification) =>
-  a.account < b.account ? -1 : a.account > b.account ? 1 : a.tokenId < b.tokenId ? -1 : 1
-
 async function insertChunk(db: Db, rows: readonly StoredVerification[]) {
-  const json = JSON.stringify([...rows].sort(byKey).map(asArray))
+  const json = rowsJson(rows)
   if (isPostgres(db)) {
-    await sql`insert into verifications (${sql.raw(insertColumns)})
+    await sql`insert into verifications
+        (at, id, account, token_id, source, outcome, limit_name, ip, origin, request_id, duration_us)
       select (r->>0)::bigint, r->>1, r->>2, r->>3, r->>4, r->>5, r->>6, r->>7, r->>8, r->>9,
         (r->>10)::bigint
       from json_array_elements(${json}::json) r`.execute(db)
     return
   }
-  await sql`insert into verifications (${sql.raw(insertColumns)})
-    select value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6,
-      value->>7, value->>8, value->>9, value->>10
-    from json_each(${json})`.execute(db)
+  await db.executeQuery(CompiledQuery.raw(sqliteLogInsert, [json]))
 }
 
 /** 23514: no partition takes a row (one dropped by another instance's retention, or not made). */

@@ -6,6 +6,7 @@ import {
   type VerificationFilter,
   verificationsRepo,
 } from '../db/verifications.js'
+import { logWriterThread } from '../db/log-writer-thread.js'
 import { randomAlnum } from '../ids.js'
 import type { VerificationRow } from './log.js'
 import { VerificationLog } from './log-writer.js'
@@ -54,15 +55,21 @@ export interface Verifications {
 export function verificationsOf(
   db: Db,
   config: UsageConfig['log'],
-  o: { now: () => number; log: Logger },
+  /** `file`: the SQLite database's, whose rows a thread of their own writes. */
+  o: { now: () => number; log: Logger; file?: string },
 ): Verifications {
   const instance = randomAlnum(8)
   let n = 0
   let reported = 0
   let failures = 0
+  // On SQLite a thread of its own writes, when it can run (db/log-writer-thread.ts); started
+  // with the first rows (a CLI command never has any).
+  let thread: ReturnType<typeof logWriterThread> | null = null
   const write = async (rows: VerificationRow[]) => {
     const stored: StoredVerification[] = rows.map((r) => ({ ...r, id: `${instance}${idOf(++n)}` }))
-    await verificationsRepo.insert(db, stored)
+    if (thread === null) thread = o.file === undefined ? undefined : logWriterThread(o.file)
+    if (thread !== undefined) await thread.write(stored)
+    else await verificationsRepo.insert(db, stored)
     failures = 0
   }
   const log = new VerificationLog({

@@ -1,0 +1,25 @@
+import { parentPort, workerData } from 'node:worker_threads'
+import SQLite from 'better-sqlite3'
+import { sqliteLogInsert } from './log-insert.js'
+
+// The verification log's writer thread on SQLite (db/log-writer-thread.ts starts it): inserts
+// and WAL checkpoints cost the event loop nothing. A connection of its own to the same file;
+// SQLite serializes it with the server's writes (busy_timeout, as the CLI beside a server).
+// The database and statement live as long as the thread (better-sqlite3 12 objects must never
+// become garbage on Node 24: db/database.ts).
+
+const { file } = workerData as { file: string }
+const sqlite = new SQLite(file)
+sqlite.exec('pragma busy_timeout = 5000')
+sqlite.exec('pragma synchronous = NORMAL')
+const insert = sqlite.prepare(sqliteLogInsert)
+
+parentPort?.on('message', (message: { n: number; json: string }) => {
+  try {
+    insert.run(message.json)
+    parentPort?.postMessage({ n: message.n })
+  } catch (err) {
+    const { message: reason, code } = err as { message?: string; code?: string }
+    parentPort?.postMessage({ n: message.n, error: { message: reason, code } })
+  }
+})
