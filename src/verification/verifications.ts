@@ -1,12 +1,12 @@
 import type { Logger } from 'pino'
 import type { UsageConfig } from '../config/usage.js'
 import type { Db } from '../db/database.js'
+import { logWriterThread } from '../db/log-writer-thread.js'
 import {
   type StoredVerification,
   type VerificationFilter,
   verificationsRepo,
 } from '../db/verifications.js'
-import { logWriterThread } from '../db/log-writer-thread.js'
 import { randomAlnum } from '../ids.js'
 import type { VerificationRow } from './log.js'
 import { VerificationLog } from './log-writer.js'
