@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { AppContext } from '../../context.js'
 import type { ApiError } from '../../errors.js'
 import { countsRequests } from '../../metrics/http.js'
+import type { Tracer } from '../../telemetry/index.js'
 import type { RequestFacts, Source } from '../../verification/log.js'
 import type { HeaderSink } from '../limit-headers.js'
 import { limits } from '../limits.js'
@@ -121,13 +122,7 @@ export function fastPathBase(o: FastPathOptions) {
       }
       const log = logs?.child({ reqId: requestId() })
       log?.info({ req: { method, url: req.url, ip: req.socket.remoteAddress } }, 'incoming request')
-      const span = tracer?.startSpan({
-        traceparent: req.headers.traceparent,
-        tracestate: req.headers.tracestate,
-        startNs: tracer.clock(start),
-        // Over HTTPS here, or to a proxy that said so (the fast path takes nothing else).
-        attributes: { method, route, scheme: 'https', clientAddress: req.socket.remoteAddress },
-      })
+      const span = tracer && spanOf(tracer, req, method, route, start)
       let facts: RequestFacts | undefined
       const headers = new Headers(first)
       const send = (status: number, body: string) => {
@@ -168,5 +163,21 @@ export function fastPathBase(o: FastPathOptions) {
     },
   }
 }
+
+/** A request's server span, begun at `start` (performance.now()), continuing its traceparent. */
+const spanOf = (
+  tracer: Tracer,
+  req: IncomingMessage,
+  method: string,
+  route: string,
+  start: number,
+) =>
+  tracer.startSpan({
+    traceparent: req.headers.traceparent,
+    tracestate: req.headers.tracestate,
+    startNs: tracer.clock(start),
+    // Over HTTPS here, or to a proxy that said so (the fast path takes nothing else).
+    attributes: { method, route, scheme: 'https', clientAddress: req.socket.remoteAddress },
+  })
 
 export type FastPathBase = ReturnType<typeof fastPathBase>
