@@ -154,7 +154,7 @@ describe('the document', () => {
     })
     expect(components.securitySchemes.bearerToken).toMatchObject({ type: 'http', scheme: 'bearer' })
     expect(Object.keys(components.headers).sort()).toEqual(
-      [...limits, 'Retry-After', 'Link', 'WWW-Authenticate'].sort(),
+      [...limits, 'Retry-After', 'Link', 'WWW-Authenticate', 'Verification-Log-Dropped'].sort(),
     )
   })
 
