@@ -214,7 +214,7 @@ async function telemetryOfContext(
   if (telemetry === undefined) return undefined
   registerTelemetry(metrics.registry, telemetry.counters)
   if (config.telemetry?.logs !== undefined) {
-    verifications.log.forwardTo((rows) => telemetry.exportLogs(rows))
+    verifications.log.forwardTo((row) => telemetry.exportLogs([row]))
   }
   return telemetry
 }

@@ -9,10 +9,9 @@ export const sqliteLogInsert = `insert into verifications
     value->>7, value->>8, value->>9, value->>10
   from json_each(?)`
 
-/** A row of the log as the insert takes it. */
+/** A row of the log as the insert takes it (its id given apart: rowText). */
 export interface LogRowColumns {
   at: number
-  id: string
   account: string
   tokenId: string
   source: string
@@ -24,26 +23,20 @@ export interface LogRowColumns {
   durationUs: number | null
 }
 
-/** By account, then token: a batch's index entries go in key order, leaf after leaf. */
-const byKey = (a: LogRowColumns, b: LogRowColumns) =>
-  a.account < b.account ? -1 : a.account > b.account ? 1 : a.tokenId < b.tokenId ? -1 : 1
+/** What a JSON string holds as it is: no quote, backslash or control character to escape. */
+const plain = /^[\w.:@[\]/+=-]*$/
 
-/** The insert's parameter: the rows as arrays, sorted by key. */
-export const rowsJson = (rows: readonly LogRowColumns[]) =>
-  JSON.stringify(
-    [...rows]
-      .sort(byKey)
-      .map((r) => [
-        r.at,
-        r.id,
-        r.account,
-        r.tokenId,
-        r.source,
-        r.outcome,
-        r.limit,
-        r.ip,
-        r.origin,
-        r.requestId,
-        r.durationUs,
-      ]),
-  )
+const text = (s: string | null) =>
+  s === null ? 'null' : plain.test(s) ? `"${s}"` : JSON.stringify(s)
+
+/**
+ * One row as the insert's JSON array, written when the row is decided (src/verification/
+ * log-writer.ts): a string held until its batch is written, where an object and its copies
+ * would be kept alive. What a client sent (an address, a request id) is escaped unless plain.
+ */
+export const rowText = (r: LogRowColumns, id: string) =>
+  `[${r.at},"${id}",${text(r.account)},${text(r.tokenId)},${text(r.source)},${text(r.outcome)},${text(r.limit)},${text(r.ip)},${text(r.origin)},${text(r.requestId)},${Number.isFinite(r.durationUs) ? r.durationUs : 'null'}]`
+
+/** The insert's parameter for stored rows (tests and tools seed with it). */
+export const rowsJson = (rows: readonly (LogRowColumns & { id: string })[]) =>
+  `[${rows.map((r) => rowText(r, r.id)).join(',')}]`

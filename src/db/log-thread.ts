@@ -14,9 +14,11 @@ sqlite.exec('pragma busy_timeout = 5000')
 sqlite.exec('pragma synchronous = NORMAL')
 const insert = sqlite.prepare(sqliteLogInsert)
 
-parentPort?.on('message', (message: { n: number; json: string }) => {
+const decoder = new TextDecoder()
+
+parentPort?.on('message', (message: { n: number; bytes: Uint8Array }) => {
   try {
-    insert.run(message.json)
+    insert.run(decoder.decode(message.bytes))
     parentPort?.postMessage({ n: message.n })
   } catch (err) {
     const { message: reason, code } = err as { message?: string; code?: string }

@@ -1,17 +1,16 @@
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
-import { type LogRowColumns, rowsJson } from './log-insert.js'
 
 /** The writer thread's module: built JavaScript only (a test run from TypeScript has none). */
 const script = new URL('./log-thread.js', import.meta.url)
 
 /**
  * The verification log's rows written by a thread of their own on SQLite (db/log-thread.ts):
- * better-sqlite3 is synchronous, and a batch's insert (three B-trees) and the WAL checkpoints
- * it sets off would otherwise stop every request for their duration. Undefined where the
- * thread cannot run (an in-memory database, or source run without a build): the caller then
- * writes in its own thread. One batch at a time, answered in order.
+ * better-sqlite3 is synchronous, and a batch's insert (the table and two indexes) and the WAL
+ * checkpoints it sets off would otherwise stop every request for their duration. Undefined
+ * where the thread cannot run (an in-memory database, or source run without a build): the
+ * caller then writes in its own thread. One batch at a time, answered in order.
  */
 export function logWriterThread(file: string) {
   if (file === ':memory:' || !existsSync(fileURLToPath(script))) return undefined
@@ -37,14 +36,14 @@ export function logWriterThread(file: string) {
   // listener refs the worker's port again.
   worker.unref()
   return {
-    write(rows: readonly LogRowColumns[]): Promise<void> {
+    /** Writes a batch: the insert's JSON parameter (db/log-insert.ts), UTF-8 (copied over). */
+    write(bytes: Uint8Array): Promise<void> {
       if (failed !== undefined) return Promise.reject(failed)
-      const json = rowsJson(rows)
       return new Promise<void>((resolve, reject) => {
         waiting.set(++n, { resolve, reject })
         // Held while a batch is on its way: a process that stops waits for its last one.
         worker.ref()
-        worker.postMessage({ n, json })
+        worker.postMessage({ n, bytes })
       })
     },
   }

@@ -1,5 +1,23 @@
-import { outcomeIndex } from '../usage/outcomes.js'
+import { rowText } from '../db/log-insert.js'
+import { outcomes } from '../usage/outcomes.js'
 import type { LogMode, VerificationRow } from './log.js'
+
+const dayMs = 86_400_000
+/** A batch's room: 1,000 rows of ~300 bytes, and a long one's (a row is at most ~1 KB). */
+const openBytes = 512 * 1024
+
+/** A batch's JSON text. */
+export const textOf = (batch: LogBatch) =>
+  Buffer.from(batch.bytes.buffer, batch.bytes.byteOffset, batch.bytes.byteLength).toString('utf8')
+
+/** Rows written together: one statement (db/log-insert.ts). */
+export interface LogBatch {
+  /** The rows as the insert's JSON parameter, UTF-8: an array of arrays (`text()` reads it). */
+  bytes: Uint8Array
+  count: number
+  /** The midnights (epoch ms) of the days its rows fall on: PostgreSQL's partitions. */
+  days: number[]
+}
 
 export interface LogWriterOptions {
   mode: LogMode
@@ -7,29 +25,43 @@ export interface LogWriterOptions {
   capacity: number
   /** Rows per write (and a full one is written at once, not at the next tick). */
   batch: number
-  /** Writes rows (one statement or transaction); throws when the database is away. */
-  write(rows: VerificationRow[]): Promise<void>
+  /** This process's part of each row's id (`<instance><counter>`: the cursor's tie-break). */
+  instance: string
+  /** Writes a batch (one statement or transaction); throws when the database is away. */
+  write(batch: LogBatch): Promise<void>
   /** A write failed (once a flush, its error). */
   onError?(err: unknown): void
 }
 
-/** Where rows are sent besides the database (OTLP logs: docs/telemetry.md); never waited for. */
-export type Forward = (rows: readonly VerificationRow[]) => void
+/** Where each row is sent besides the database (OTLP logs: docs/telemetry.md); never waited for. */
+export type Forward = (row: VerificationRow) => void
+
+/** A counter in base 36, padded: the ids of one process sort as they were made. */
+const idOf = (n: number) => n.toString(36).padStart(11, '0')
 
 /**
- * The verification log's buffer (docs/verifications.md): a row is pushed onto an array on the
- * hot path (no promise, no I/O), and written in batches off it, every `start` interval or as
- * soon as a batch is full. Bounded: a row that finds `capacity` rows unwritten is dropped and
- * counted in `dropped`, exactly; a batch the database refuses goes back to the front while
- * there is room, and what does not fit is dropped and counted the same way.
+ * The verification log's buffer (docs/verifications.md). On the hot path a row becomes its JSON
+ * text at once, appended to the open batch (no promise, no I/O, and nothing kept alive but one
+ * string); batches are written off it, every `start` interval or as soon as one is full.
+ * Bounded: a row that finds `capacity` rows unwritten (held or being written) is dropped and
+ * counted in `dropped`, exactly. A batch the database refuses is kept, in order, for the next
+ * flush; at `stop` what is still unwritten is counted as dropped.
  */
 export class VerificationLog {
   readonly mode: LogMode
-  /** Rows dropped unwritten since start: the buffer was full, or a failed batch had no room. */
+  /** Rows dropped unwritten since start: the buffer was full, or unwritten at stop. */
   dropped = 0
   /** Rows written since start. */
   written = 0
-  private rows: VerificationRow[] = []
+  /** Rows not written yet: in the open batch, in sealed ones, in the one being written. */
+  private unwritten = 0
+  private n = 0
+  /** The open batch: its rows' text, written as they come (nothing on the heap to keep). */
+  private open = Buffer.allocUnsafeSlow(openBytes)
+  private openLength = 0
+  private openCount = 0
+  private openDays: number[] = []
+  private sealed: LogBatch[] = []
   private timer: NodeJS.Timeout | undefined
   private soon = false
   private flushing: Promise<void> | undefined
@@ -41,43 +73,81 @@ export class VerificationLog {
   }
 
   /**
-   * Sends every row on as well, once written: with `refused`, the valid rows too, which only go
-   * there (a columnar store takes every verification, the database the refusals).
+   * Sends every row on as well, as it is made: with `refused`, the valid rows too, which only
+   * go there (a columnar store takes every verification, the database the refusals).
    */
   forwardTo(forward: Forward): void {
     this.forward = forward
   }
 
-  /** The verification of this outcome (an index of `outcomes`) makes a row. */
+  /** The verification of this outcome (an index of `outcomes`) makes a row: stored, or sent on. */
   keeps(outcome: number): boolean {
-    if (this.mode === 'refused') return outcome !== outcomeIndex.valid || this.forward !== undefined
+    return this.forward !== undefined || this.stores(outcomes[outcome])
+  }
+
+  /** The database keeps the rows of this outcome (`refused` leaves out the valid ones). */
+  private stores(outcome: string | undefined): boolean {
+    if (this.mode === 'refused') return outcome !== 'valid'
     return this.mode === 'all'
   }
 
   /** Rows waiting to be written. */
   get pending(): number {
-    return this.rows.length
+    return this.unwritten
   }
 
   add(row: VerificationRow): void {
-    if (this.rows.length >= this.o.capacity) {
+    this.forward?.(row)
+    if (!this.stores(row.outcome)) return
+    if (this.unwritten >= this.o.capacity) {
       this.dropped++
       return
     }
-    this.rows.push(row)
-    if (this.rows.length >= this.o.batch && !this.soon && !this.stopped) {
-      this.soon = true
-      setImmediate(() => {
-        this.soon = false
-        void this.flush()
-      })
+    this.unwritten++
+    const day = row.at - (row.at % dayMs)
+    if (this.openDays[this.openDays.length - 1] !== day && !this.openDays.includes(day)) {
+      this.openDays.push(day)
     }
+    const text = rowText(row, `${this.o.instance}${idOf(++this.n)}`)
+    // At most 3 bytes a UTF-16 unit, and the ',' or '[' before it and the ']' after.
+    const room = 3 * text.length + 2
+    if (this.openLength + room > this.open.length) this.seal()
+    if (room > this.open.length) {
+      // Not a row a source makes (their fields are bounded): dropped, not a batch spoiled.
+      this.unwritten--
+      this.dropped++
+      return
+    }
+    this.open[this.openLength++] = this.openCount++ === 0 ? 91 : 44
+    this.openLength += this.open.write(text, this.openLength)
+    if (this.openCount >= this.o.batch) {
+      this.seal()
+      if (!this.soon && !this.stopped) {
+        this.soon = true
+        setImmediate(() => {
+          this.soon = false
+          void this.flush()
+        })
+      }
+    }
+  }
+
+  private seal() {
+    if (this.openCount === 0) return
+    this.open[this.openLength++] = 93
+    const bytes = this.open.subarray(0, this.openLength)
+    this.sealed.push({ bytes, count: this.openCount, days: this.openDays })
+    this.open = Buffer.allocUnsafeSlow(openBytes)
+    this.openLength = 0
+    this.openCount = 0
+    this.openDays = []
   }
 
   /** Writes every row held now, batch by batch; a flush already running is waited for first. */
   async flush(): Promise<void> {
     while (this.flushing !== undefined) await this.flushing
-    if (this.rows.length === 0) return
+    this.seal()
+    if (this.sealed.length === 0) return
     this.flushing = this.writeAll().finally(() => {
       this.flushing = undefined
     })
@@ -85,30 +155,19 @@ export class VerificationLog {
   }
 
   private async writeAll() {
-    const rows = this.rows
-    this.rows = []
-    for (let i = 0; i < rows.length; i += this.o.batch) {
-      const batch = rows.slice(i, i + this.o.batch)
-      // Forwarded valid rows are not the database's with `refused`.
-      const stored = this.mode === 'refused' ? batch.filter((r) => r.outcome !== 'valid') : batch
+    while (this.sealed.length > 0) {
+      const batch = this.sealed[0] as LogBatch
       try {
-        if (stored.length > 0) await this.o.write(stored)
-        this.written += stored.length
-        this.forward?.(batch)
+        await this.o.write(batch)
       } catch (err) {
+        // Kept at the front, in order, for the next flush (it counts against the bound).
         this.o.onError?.(err)
-        this.requeue(rows.slice(i))
         return
       }
+      this.sealed.shift()
+      this.unwritten -= batch.count
+      this.written += batch.count
     }
-  }
-
-  /** Rows not written go back ahead of those added meanwhile, as many as there is room for. */
-  private requeue(unwritten: VerificationRow[]) {
-    const room = Math.max(0, this.o.capacity - this.rows.length)
-    const kept = unwritten.slice(0, room)
-    this.dropped += unwritten.length - kept.length
-    this.rows = kept.concat(this.rows)
   }
 
   /** Flushes every `everyMs` until stopped. */
@@ -130,7 +189,8 @@ export class VerificationLog {
     this.stopped = true
     if (this.timer !== undefined) clearTimeout(this.timer)
     await this.flush()
-    this.dropped += this.rows.length
-    this.rows = []
+    this.dropped += this.unwritten
+    this.unwritten = 0
+    this.sealed = []
   }
 }

@@ -8,8 +8,7 @@ import {
   verificationsRepo,
 } from '../db/verifications.js'
 import { randomAlnum } from '../ids.js'
-import type { VerificationRow } from './log.js'
-import { VerificationLog } from './log-writer.js'
+import { type LogBatch, textOf, VerificationLog } from './log-writer.js'
 
 const dayMs = 86_400_000
 /** Rows per write: one INSERT of 1,000 rows on PostgreSQL, one transaction on SQLite. */
@@ -59,23 +58,22 @@ export function verificationsOf(
   o: { now: () => number; log: Logger; file?: string },
 ): Verifications {
   const instance = randomAlnum(8)
-  let n = 0
   let reported = 0
   let failures = 0
   // On SQLite a thread of its own writes, when it can run (db/log-writer-thread.ts); started
   // with the first rows (a CLI command never has any).
   let thread: ReturnType<typeof logWriterThread> | null = null
-  const write = async (rows: VerificationRow[]) => {
-    const stored: StoredVerification[] = rows.map((r) => ({ ...r, id: `${instance}${idOf(++n)}` }))
+  const write = async (batch: LogBatch) => {
     if (thread === null) thread = o.file === undefined ? undefined : logWriterThread(o.file)
-    if (thread !== undefined) await thread.write(stored)
-    else await verificationsRepo.insert(db, stored)
+    if (thread !== undefined) await thread.write(batch.bytes)
+    else await verificationsRepo.insertJson(db, textOf(batch), batch.days)
     failures = 0
   }
   const log = new VerificationLog({
     mode: config.mode,
     capacity: config.capacity,
     batch: batchRows,
+    instance,
     write,
     onError(err) {
       // Once per run of failures: the database away for an hour is one line, not 3,600.
@@ -126,6 +124,3 @@ export function verificationsOf(
     },
   }
 }
-
-/** A counter in base 36, padded: the ids of one process sort as they were made. */
-const idOf = (n: number) => n.toString(36).padStart(11, '0')
