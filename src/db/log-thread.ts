@@ -1,3 +1,4 @@
+import { setPriority } from 'node:os'
 import { parentPort, workerData } from 'node:worker_threads'
 import SQLite from 'better-sqlite3'
 import { sqliteLogInsert } from './log-insert.js'
@@ -7,6 +8,15 @@ import { sqliteLogInsert } from './log-insert.js'
 // SQLite serializes it with the server's writes (busy_timeout, as the CLI beside a server).
 // The database and statement live as long as the thread (better-sqlite3 12 objects must never
 // become garbage on Node 24: db/database.ts).
+
+// Background work: the lowest priority (nice 19, this thread alone on Linux), so that a request's
+// thread (and a load generator beside it) is never kept waiting behind an insert; a writer that
+// falls behind fills the bounded buffer, whose overflow is dropped and counted (log-writer.ts).
+try {
+  setPriority(19)
+} catch {
+  // Where lowering it is refused, it keeps the process's.
+}
 
 const { file } = workerData as { file: string }
 const sqlite = new SQLite(file)
