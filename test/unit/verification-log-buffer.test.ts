@@ -76,7 +76,9 @@ describe('the verification log buffer', () => {
     const db = database()
     const log = logOf(db)
     const odd = 'a"b\\c\nd\u0000é😀'
-    log.add(row(0, { account: odd, tokenId: odd, ip: odd, origin: odd, requestId: odd, limit: odd }))
+    log.add(
+      row(0, { account: odd, tokenId: odd, ip: odd, origin: odd, requestId: odd, limit: odd }),
+    )
     await log.flush()
     expect(db.batches[0]?.rows[0]).toEqual([
       T0,
