@@ -41,8 +41,8 @@ const idOf = (n: number) => n.toString(36).padStart(11, '0')
 
 /**
  * The verification log's buffer (docs/verifications.md). On the hot path a row becomes its JSON
- * text at once, appended to the open batch (no promise, no I/O, and nothing kept alive but one
- * string); batches are written off it, every `start` interval or as soon as one is full.
+ * text at once, appended to the open batch's buffer (no promise, no I/O, nothing left on the
+ * heap); batches are written off it, every `start` interval or as soon as one is full.
  * Bounded: a row that finds `capacity` rows unwritten (held or being written) is dropped and
  * counted in `dropped`, exactly. A batch the database refuses is kept, in order, for the next
  * flush; at `stop` what is still unwritten is counted as dropped.
@@ -103,20 +103,19 @@ export class VerificationLog {
       this.dropped++
       return
     }
+    const text = rowText(row, `${this.o.instance}${idOf(++this.n)}`)
+    // At most 3 bytes a UTF-16 unit, and the ',' or '[' before it and the ']' after.
+    const room = 3 * text.length + 2
+    if (room > this.open.length) {
+      // Not a row a source makes (their fields are bounded): dropped, not a batch spoiled.
+      this.dropped++
+      return
+    }
+    if (this.openLength + room > this.open.length) this.seal()
     this.unwritten++
     const day = row.at - (row.at % dayMs)
     if (this.openDays[this.openDays.length - 1] !== day && !this.openDays.includes(day)) {
       this.openDays.push(day)
-    }
-    const text = rowText(row, `${this.o.instance}${idOf(++this.n)}`)
-    // At most 3 bytes a UTF-16 unit, and the ',' or '[' before it and the ']' after.
-    const room = 3 * text.length + 2
-    if (this.openLength + room > this.open.length) this.seal()
-    if (room > this.open.length) {
-      // Not a row a source makes (their fields are bounded): dropped, not a batch spoiled.
-      this.unwritten--
-      this.dropped++
-      return
     }
     this.open[this.openLength++] = this.openCount++ === 0 ? 91 : 44
     this.openLength += this.open.write(text, this.openLength)

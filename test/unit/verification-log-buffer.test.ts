@@ -137,6 +137,20 @@ describe('the verification log buffer', () => {
     expect([log.written, log.dropped]).toEqual([1, 0])
   })
 
+  it('gives a batch sealed for room (not count) the days of its own rows', async () => {
+    const db = database()
+    const log = logOf(db)
+    // Each ~300 KB of room (3 bytes a character at most): the fourth row starts a batch.
+    const long = 'o'.repeat(100_000)
+    for (let i = 0; i < 4; i++) log.add(row(i, { origin: long }))
+    await log.flush()
+    const first = T0 - (T0 % day)
+    expect(db.batches.map((b) => [b.rows.length, b.days])).toEqual([
+      [3, [first]],
+      [1, [first + day]],
+    ])
+  })
+
   it('drops a row too long for a batch (no source makes one), counting it, and keeps the rest', async () => {
     const db = database()
     const log = logOf(db)
